@@ -1,0 +1,52 @@
+"""The ``dpuq`` command line. Errors print one line on stderr and exit with status 2."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+
+#: Sub-command modules under ``dpuq.commands``; each defines ``register(subparsers)``.
+COMMANDS = ["demo"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not usage + message
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from dpuq import __version__
+
+    parser = _Parser(
+        prog="dpuq",
+        description="Differentially private uncertainty quantification.",
+    )
+    parser.add_argument("--version", action="version", version=f"dpuq {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        importlib.import_module(f"dpuq.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    warnings.formatwarning = lambda msg, cat, *a, **k: f"dpuq: warning: {msg}\n"
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("dpuq: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError, KeyError, ImportError) as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"dpuq: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``dpuq`` command line; each module has ``register(subparsers)``."""

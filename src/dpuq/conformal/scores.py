@@ -1,0 +1,133 @@
+"""Conformity scores for classification (SPEC A.6): pure functions of probabilities and labels.
+
+Each takes class probabilities ``probs`` of shape (n, K). With ``labels`` it returns the (n,)
+scores of the true labels (calibration); without, the (n, K) matrix of scores of every label
+(prediction). Every score lies in [0, 1]; low means the label conforms.
+
+Rows of ``probs`` must be >= 0 and sum to 1 within 1e-6; they are then divided by their sum so
+that all scores lie in [0, 1] exactly (this only removes rounding, it changes no decision).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpuq._validation import _as_float, check_labels, check_positive_int, check_probabilities
+from dpuq.mechanisms.randomness import RandomState, check_random_state
+
+__all__ = ["aps_scores", "lac_scores", "raps_scores", "score_matrix_and_labels"]
+
+
+def _normalised(probs) -> np.ndarray:
+    p = check_probabilities(probs)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def _pick(matrix: np.ndarray, labels, name: str = "labels") -> np.ndarray:
+    if labels is None:
+        return matrix
+    y = check_labels(labels, matrix.shape[1], matrix.shape[0], name)
+    return matrix[np.arange(matrix.shape[0]), y]
+
+
+def lac_scores(probs, labels=None) -> np.ndarray:
+    """LAC score ``1 - p̂_y(x)`` (Sadinle et al. 2019; the score of Angelopoulos et al. 2022).
+
+    Parameters
+    ----------
+    probs : array-like of shape (n, K)
+        Class probabilities.
+    labels : array-like of shape (n,), optional
+        True class indices 0..K-1.
+
+    Returns
+    -------
+    ndarray of shape (n,) with labels, else (n, K)
+
+    Examples
+    --------
+    >>> lac_scores([[0.7, 0.3]], [1]).tolist()
+    [0.7]
+    """
+    return _pick(1.0 - _normalised(probs), labels)
+
+
+def _aps_matrix(p: np.ndarray, randomized: bool, rng: np.random.Generator | None):
+    order = np.argsort(-p, axis=1, kind="stable")
+    sorted_p = np.take_along_axis(p, order, axis=1)
+    cum_above = np.cumsum(sorted_p, axis=1) - sorted_p  # mass ranked strictly above
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(p.shape[1])[None, :], axis=1)
+    above = np.take_along_axis(cum_above, ranks, axis=1)
+    if randomized:
+        u = rng.random((p.shape[0], 1))
+        scores = above + u * p
+    else:
+        scores = above + p
+    # Cumulative sums of a normalised row can exceed 1 by a few ulps: remove that rounding.
+    return np.minimum(np.maximum(scores, 0.0), 1.0), ranks + 1
+
+
+def aps_scores(
+    probs, labels=None, *, randomized: bool = False, random_state: RandomState = None
+) -> np.ndarray:
+    """APS score (Romano, Sesia, Candès 2020): mass of labels ranked above ``y`` plus ``p̂_y``.
+
+    With ``randomized=True`` the own-label term is ``U · p̂_y`` with one ``U ~ Uniform(0, 1)``
+    per row (exact coverage in expectation); otherwise ``p̂_y`` (conservative). Ties in
+    probability are ranked by class index.
+
+    Examples
+    --------
+    >>> aps_scores([[0.5, 0.3, 0.2]], [1]).round(6).tolist()
+    [0.8]
+    """
+    p = _normalised(probs)
+    rng = check_random_state(random_state) if randomized else None
+    return _pick(_aps_matrix(p, randomized, rng)[0], labels)
+
+
+def raps_scores(
+    probs,
+    labels=None,
+    *,
+    lam: float = 0.01,
+    k_reg: int = 5,
+    randomized: bool = False,
+    random_state: RandomState = None,
+) -> np.ndarray:
+    """RAPS score (Angelopoulos et al. 2021), rescaled to [0, 1] by its public maximum.
+
+    ``(APS + λ max(0, rank(y) - k_reg)) / (1 + λ max(0, K - k_reg))``; the divisor depends only
+    on public parameters and K, so the rescaling costs no privacy.
+
+    Examples
+    --------
+    >>> raps_scores([[0.5, 0.3, 0.2]], [2], lam=0.5, k_reg=1).round(6).tolist()
+    [1.0]
+    """
+    p = _normalised(probs)
+    lam = _as_float(lam, "lam")
+    if not np.isfinite(lam) or lam < 0:
+        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
+    k_reg = check_positive_int(k_reg, "k_reg", minimum=0)
+    rng = check_random_state(random_state) if randomized else None
+    aps, ranks = _aps_matrix(p, randomized, rng)
+    penalty = lam * np.maximum(0, ranks - k_reg)
+    scale = 1.0 + lam * max(0, p.shape[1] - k_reg)
+    return _pick(np.minimum((aps + penalty) / scale, 1.0), labels)
+
+
+_SCORES = {"lac": lac_scores, "aps": aps_scores, "raps": raps_scores}
+
+
+def score_function(name: str):
+    """The score function called ``name`` (``"lac"``, ``"aps"`` or ``"raps"``)."""
+    if name not in _SCORES:
+        raise ValueError(f"score must be one of {sorted(_SCORES)}, got {name!r}")
+    return _SCORES[name]
+
+
+def score_matrix_and_labels(name: str, probs, labels=None, **params):
+    """Scores by name; a convenience for estimators and the command line."""
+    return score_function(name)(probs, labels, **params)

@@ -1,0 +1,1 @@
+"""Experiments and demos (never imported by privacy-critical code)."""

@@ -1,0 +1,438 @@
+"""The binned private quantile of Angelopoulos et al. (2022), made exactly ε-DP (SPEC A.3-A.4).
+
+Privacy (the only privacy-critical code of the prediction sets)
+----------------------------------------------------------------
+Input: ``n`` conformity scores in [0, 1]; ``n``, ``alpha``, ``epsilon`` and the bin count are
+public. Neighbouring relation: replace-one (swap) with ``n`` public.
+Mechanism: ``m`` bins with candidate thresholds ``e_j = j/m`` (j = 1..m); counts ``c_j``,
+``L_j = sum_{k<j} c_k`` and ``U_j = sum_{k>j} c_k``; utility to minimise at level ``q``:
+``u_j = max((1 - q) L_j, q U_j)``. Replacing one score moves every ``L_j`` and ``U_j`` by at
+most 1, so every ``u_j`` moves by at most ``Δ = max(q, 1 - q)``. Releasing ``e_J`` with
+``P(J = j) ∝ exp(-ε u_j / (2Δ))`` is the exponential mechanism with sensitivity ``Δ``: ε-DP,
+δ = 0 (:mod:`dpuq.mechanisms.exponential`). This is the paper's mechanism with
+``w_j = u_j / (q(1-q))`` *and* the sensitivity normalisation its Lemma 1 uses; copying the
+algorithm box literally (no normalisation, ``<=`` in the lower count) leaks up to ``ε/(1-q)``.
+Running time: O(n log m + m).
+
+Level, gamma and bins (Algorithms 3 and 5) only use ``n``, ``alpha`` and ``epsilon``: they are
+data-independent and cost no privacy. When ``q̃ >= 1`` no informative release is possible and
+the threshold is the constant 1 (full sets): nothing is sampled and nothing leaks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import logsumexp
+
+from dpuq._validation import (
+    _as_float,
+    check_alpha,
+    check_epsilon,
+    check_in_open_unit,
+    check_positive_int,
+    check_scores,
+)
+from dpuq.mechanisms.exponential import sample_log_weights
+from dpuq.mechanisms.randomness import RandomState, check_random_state
+
+__all__ = [
+    "auto_n_bins",
+    "bin_edges",
+    "bin_index",
+    "inflated_level",
+    "min_calibration_size",
+    "min_epsilon",
+    "optimal_gamma",
+    "private_quantile",
+    "private_quantile_distribution",
+    "private_quantile_log_distribution",
+]
+
+#: Fallback gamma when the stationary point of q̃ is not in (0, 1) (SPEC A.4).
+TINY_GAMMA = 1e-12
+#: Simulated uniform score vectors used by :func:`auto_n_bins` and its fixed internal seed.
+N_SIMULATIONS = 32
+_SIMULATION_SEED = 20221109
+_GRID_SIZE = 50
+_MAX_BINS = 10_000_000
+
+
+# --------------------------------------------------------------------------- bins
+def bin_edges(n_bins: int) -> np.ndarray:
+    """Candidate thresholds ``e_j = j / m`` for ``j = 1..m`` (``e_m`` is exactly 1.0).
+
+    Binning (:func:`bin_index`) and prediction sets both compare against this one array, so
+    ``S <= e_k`` exactly when ``b(S) <= k``: the identity the coverage proof uses.
+
+    Examples
+    --------
+    >>> bin_edges(4).tolist()
+    [0.25, 0.5, 0.75, 1.0]
+    """
+    m = check_positive_int(n_bins, "n_bins", minimum=2)
+    return np.arange(1, m + 1, dtype=float) / m
+
+
+def bin_index(scores: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """0-based bin of each score: the smallest ``j`` with ``s <= edges[j]`` (0 goes to bin 0).
+
+    Examples
+    --------
+    >>> bin_index(np.array([0.0, 0.25, 0.26, 1.0]), bin_edges(4)).tolist()
+    [0, 0, 1, 3]
+    """
+    return np.searchsorted(edges, scores, side="left")
+
+
+# ------------------------------------------------------------------ the mechanism
+def _check_level(level) -> float:
+    q = _as_float(level, "level")
+    if not math.isfinite(q) or q <= 0.0:
+        raise ValueError(f"level must be a finite number > 0, got {level!r}")
+    return q
+
+
+def _quantile_log_weights(counts: np.ndarray, level: float, epsilon: float) -> np.ndarray:
+    """Unnormalised log-probabilities ``-ε u_j / (2Δ)`` from bin counts (privacy-critical)."""
+    n = counts.sum(axis=-1, keepdims=True)
+    at_or_below = np.cumsum(counts, axis=-1)
+    below = at_or_below - counts  # L_j: strictly below bin j
+    above = n - at_or_below  # U_j: strictly above bin j
+    utility = np.maximum((1.0 - level) * below, level * above)
+    sensitivity = max(level, 1.0 - level)
+    return -epsilon * utility / (2.0 * sensitivity)
+
+
+def _validated(scores, level, epsilon, n_bins):
+    s = check_scores(scores)
+    q = _check_level(level)
+    eps = check_epsilon(epsilon)
+    edges = bin_edges(n_bins)
+    return s, q, eps, edges
+
+
+def private_quantile_log_distribution(
+    scores, level: float, epsilon: float, n_bins: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact log output law of :func:`private_quantile`.
+
+    Returns
+    -------
+    thresholds : ndarray of shape (m,)
+        ``e_1..e_m`` (or ``[1.0]`` when ``level >= 1``).
+    log_probabilities : ndarray of shape (m,)
+        Natural logs of the release probabilities; all finite.
+
+    Examples
+    --------
+    >>> t, lp = private_quantile_log_distribution([0.1, 0.5, 0.9], 0.6, 1.0, 4)
+    >>> bool(np.isclose(np.exp(lp).sum(), 1.0))
+    True
+    """
+    s, q, eps, edges = _validated(scores, level, epsilon, n_bins)
+    if q >= 1.0:
+        return np.array([1.0]), np.array([0.0])
+    counts = np.bincount(bin_index(s, edges), minlength=edges.size)
+    lw = _quantile_log_weights(counts, q, eps)
+    return edges, lw - logsumexp(lw)
+
+
+def private_quantile_distribution(
+    scores, level: float, epsilon: float, n_bins: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact output law of the ε-DP binned quantile (SPEC A.3), for audits and tests.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+        Conformity scores in [0, 1].
+    level : float
+        Quantile level ``q`` > 0; ``level >= 1`` gives a point mass on 1.0 (full sets).
+    epsilon : float
+        Privacy parameter > 0.
+    n_bins : int
+        Number of bins ``m`` >= 2.
+
+    Returns
+    -------
+    thresholds : ndarray of shape (m,)
+        Candidate thresholds ``e_j = j/m``.
+    probabilities : ndarray of shape (m,)
+        ``P(release = e_j)``; use :func:`private_quantile_log_distribution` for tiny values.
+
+    Examples
+    --------
+    >>> t, p = private_quantile_distribution(np.linspace(0, 1, 101), 0.9, 50.0, 20)
+    >>> float(t[np.argmax(p)]), round(float(p.max()), 3)
+    (0.9, 0.941)
+    """
+    thresholds, log_p = private_quantile_log_distribution(scores, level, epsilon, n_bins)
+    return thresholds, np.exp(log_p)
+
+
+def private_quantile(
+    scores, level: float, epsilon: float, n_bins: int, random_state: RandomState = None
+) -> float:
+    """One ε-DP release of the ``level`` quantile of ``scores`` on the grid ``j/m``.
+
+    Privacy: ε-DP under replace-one with ``n`` public (module docstring). When
+    ``level >= 1`` returns 1.0 without sampling.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+        Conformity scores in [0, 1].
+    level : float
+        Quantile level ``q`` > 0.
+    epsilon : float
+        Privacy parameter > 0.
+    n_bins : int
+        Number of bins ``m`` >= 2.
+    random_state : None, int or numpy.random.Generator
+        None (default): OS entropy, for releases. A seed: for experiments only.
+
+    Returns
+    -------
+    float
+        One of ``j/m``, j = 1..m.
+
+    Examples
+    --------
+    >>> private_quantile(np.linspace(0, 1, 101), 0.9, 50.0, 20, random_state=0)
+    0.9
+    """
+    s, q, eps, edges = _validated(scores, level, epsilon, n_bins)
+    if q >= 1.0:
+        return 1.0
+    counts = np.bincount(bin_index(s, edges), minlength=edges.size)
+    j = sample_log_weights(_quantile_log_weights(counts, q, eps), check_random_state(random_state))
+    return float(edges[j])
+
+
+# ------------------------------------------------------ level, gamma, bins (public)
+def _check_plan(n, alpha, epsilon, n_bins):
+    return (
+        check_positive_int(n, "n"),
+        check_alpha(alpha),
+        check_epsilon(epsilon),
+        check_positive_int(n_bins, "n_bins", minimum=2),
+    )
+
+
+def _level(n: int, alpha: float, epsilon: float, m: int, gamma: float) -> float:
+    return (n + 1) * (1 - alpha) / (n * (1 - gamma * alpha)) + 2 * math.log(
+        m / (gamma * alpha)
+    ) / (epsilon * n)
+
+
+def inflated_level(n: int, alpha: float, epsilon: float, n_bins: int, gamma: float) -> float:
+    """The inflated quantile level q̃ of SPEC A.4 (Algorithm 3), unclipped.
+
+    ``q̃ = (n+1)(1-α) / (n(1-γα)) + 2 log(m/(γα)) / (ε n)``. A value >= 1 means that no
+    informative threshold can be released: the prediction sets are full.
+
+    Parameters
+    ----------
+    n : int
+        Number of calibration points (public).
+    alpha : float
+        Miscoverage level in (0, 0.5].
+    epsilon : float
+        Privacy parameter > 0.
+    n_bins : int
+        Number of bins ``m`` >= 2.
+    gamma : float
+        Split of ``alpha`` between privacy and sampling error, in (0, 1).
+
+    Examples
+    --------
+    >>> round(inflated_level(1000, 0.1, 1.0, 100, 0.1), 4)
+    0.9284
+    """
+    n, alpha, epsilon, m = _check_plan(n, alpha, epsilon, n_bins)
+    gamma = check_in_open_unit(gamma, "gamma")
+    return _level(n, alpha, epsilon, m, gamma)
+
+
+def _gamma_star(n: int, alpha: float, epsilon: float, m: int) -> float:
+    # d q̃ / dγ = 0  <=>  α² γ² − (α(1−α)ε(n+1)/2 + 2α) γ + 1 = 0; smaller root, stably.
+    a = alpha * alpha
+    b = -(alpha * (1 - alpha) * epsilon * (n + 1) / 2 + 2 * alpha)
+    disc = b * b - 4 * a
+    root = 2.0 / (-b + math.sqrt(max(disc, 0.0)))
+    candidates = [TINY_GAMMA]
+    if 0.0 < root < 1.0:
+        candidates.append(root)
+    return min(candidates, key=lambda g: _level(n, alpha, epsilon, m, g))
+
+
+def optimal_gamma(n: int, alpha: float, epsilon: float, n_bins: int) -> float:
+    """γ* minimising q̃ over (0, 1) (SPEC A.4), from the stable smaller root.
+
+    Examples
+    --------
+    >>> g = optimal_gamma(1000, 0.1, 1.0, 100)
+    >>> bool(0 < g < 1)
+    True
+    """
+    n, alpha, epsilon, m = _check_plan(n, alpha, epsilon, n_bins)
+    return _gamma_star(n, alpha, epsilon, m)
+
+
+def _bin_grid(n: int, epsilon: float) -> np.ndarray:
+    top = int(min(_MAX_BINS, max(1000.0, 10.0 * n * epsilon)))
+    grid = np.unique(np.round(np.geomspace(10, top, _GRID_SIZE)).astype(np.int64))
+    return grid
+
+
+def _sorted_uniforms(n: int) -> np.ndarray:
+    """``N_SIMULATIONS`` sorted uniform vectors of length n (fixed seed), by exponential spacings."""
+    rng = np.random.default_rng(_SIMULATION_SEED)
+    gaps = rng.standard_exponential((N_SIMULATIONS, n + 1))
+    cums = np.cumsum(gaps, axis=1)
+    return cums[:, :n] / cums[:, n:]
+
+
+def _expected_threshold(sorted_scores: np.ndarray, q: float, epsilon: float, m: int) -> float:
+    """Mean over the simulated vectors of ``E[e_J]`` under the exact law, on a bin window.
+
+    Bins outside the window carry relative mass below 1e-12 in total (checked from bounds on
+    ``u_j`` outside the window; otherwise the window grows to all bins).
+    """
+    v, n = sorted_scores.shape
+    sens = max(q, 1 - q)
+    scale = epsilon / (2 * sens)
+    cut = (math.log(m) + 30.0) / scale  # utility gap that makes the outside mass negligible
+    sd = math.sqrt(q * (1 - q) / n)
+    x_lo = q - 7 * sd - (cut / q + 2) / n - 2.0 / m
+    x_hi = q + 7 * sd + (cut / (1 - q) + 2) / n + 2.0 / m
+    offsets = 2.0 * np.arange(v)[:, None]
+    flat = (sorted_scores + offsets).ravel()
+    for lo_j, hi_j in (
+        (max(1, math.floor(x_lo * m)), min(m, math.ceil(x_hi * m))),
+        (1, m),
+    ):
+        j = np.arange(lo_j - 1, hi_j + 1)  # includes e_{lo-1} for L at the first bin
+        edges = j / m
+        at_or_below = np.searchsorted(flat, (edges[None, :] + offsets).ravel(), side="right")
+        at_or_below = at_or_below.reshape(v, -1) - n * np.arange(v)[:, None]
+        below = at_or_below[:, :-1]
+        above = n - at_or_below[:, 1:]
+        utility = np.maximum((1 - q) * below, q * above)
+        u_min = utility.min(axis=1)
+        if lo_j == 1 and hi_j == m:
+            break
+        outside = np.minimum(
+            q * above[:, 0] if lo_j > 1 else np.inf,
+            (1 - q) * below[:, -1] if hi_j < m else np.inf,
+        )
+        if np.all(math.log(m) - scale * (outside - u_min) < math.log(1e-12)):
+            break
+    w = np.exp(-scale * (utility - u_min[:, None]))
+    return float(np.mean((w @ edges[1:]) / w.sum(axis=1)))
+
+
+def auto_n_bins(n: int, alpha: float, epsilon: float) -> tuple[int, float]:
+    """Deterministic choice of the number of bins m* and its γ* (SPEC A.4, Algorithm 5).
+
+    For each m on a grid of about 50 log-spaced integers from 10 to ``max(1000, 10 n ε)``,
+    computes the expected released threshold ``E[e_J]`` (exact, from the output law) averaged
+    over 32 simulated uniform score vectors (fixed internal seed), and keeps the m with the
+    smallest value (ties: the smaller m). Uses only ``n``, ``alpha`` and ``epsilon``: no
+    privacy cost, and the same inputs always give the same answer.
+
+    Returns
+    -------
+    n_bins : int
+    gamma : float
+
+    Examples
+    --------
+    >>> auto_n_bins(1000, 0.1, 1.0) == auto_n_bins(1000, 0.1, 1.0)
+    True
+    """
+    n = check_positive_int(n, "n")
+    alpha = check_alpha(alpha)
+    epsilon = check_epsilon(epsilon)
+    grid = _bin_grid(n, epsilon)
+    gammas = [_gamma_star(n, alpha, epsilon, int(m)) for m in grid]
+    levels = [_level(n, alpha, epsilon, int(m), g) for m, g in zip(grid, gammas, strict=True)]
+    if levels[0] >= 1.0:  # q̃ grows with m: nothing on the grid is informative
+        return int(grid[0]), gammas[0]
+    scores = _sorted_uniforms(n)
+    expected = [
+        _expected_threshold(scores, q, epsilon, int(m)) if q < 1.0 else 1.0
+        for m, q in zip(grid, levels, strict=True)
+    ]
+    best = int(np.argmin(expected))
+    return int(grid[best]), gammas[best]
+
+
+# ------------------------------------------------------------------- planning
+def _min_level(n: int, alpha: float, epsilon: float, n_bins) -> float:
+    m = int(_bin_grid(n, epsilon)[0]) if n_bins == "auto" else int(n_bins)
+    return _level(n, alpha, epsilon, m, _gamma_star(n, alpha, epsilon, m))
+
+
+def min_calibration_size(alpha: float, epsilon: float, n_bins: int | str = "auto") -> int:
+    """Smallest n for which q̃ < 1, i.e. the private sets can be informative.
+
+    With ``n_bins="auto"`` the answer is for the smallest grid value (10 bins), which has the
+    smallest q̃; :func:`auto_n_bins` never picks an uninformative m when an informative one
+    exists.
+
+    Examples
+    --------
+    >>> n = min_calibration_size(0.1, 1.0)
+    >>> inflated_level(n, 0.1, 1.0, 10, optimal_gamma(n, 0.1, 1.0, 10)) < 1
+    True
+    """
+    alpha = check_alpha(alpha)
+    epsilon = check_epsilon(epsilon)
+    if n_bins != "auto":
+        n_bins = check_positive_int(n_bins, "n_bins", minimum=2)
+    lo, hi = 1, 2
+    while _min_level(hi, alpha, epsilon, n_bins) >= 1.0:
+        lo, hi = hi, hi * 2
+        if hi > 10**15:
+            raise ValueError("no calibration size gives informative sets at these settings")
+    while hi - lo > 1:  # invariant: level(lo) >= 1 or lo == 1, level(hi) < 1
+        mid = (lo + hi) // 2
+        if _min_level(mid, alpha, epsilon, n_bins) >= 1.0:
+            lo = mid
+        else:
+            hi = mid
+    return hi if _min_level(lo, alpha, epsilon, n_bins) >= 1.0 else lo
+
+
+def min_epsilon(n: int, alpha: float, n_bins: int | str = "auto") -> float:
+    """Smallest ε (to 3 significant digits, rounded up) for which q̃ < 1 at this n.
+
+    Returns ``inf`` when no ε suffices (then ``n < (1 - α)/α``: even the non-private
+    split-conformal threshold is infinite).
+
+    Examples
+    --------
+    >>> e = min_epsilon(1000, 0.1)
+    >>> inflated_level(1000, 0.1, e, 10, optimal_gamma(1000, 0.1, e, 10)) < 1
+    True
+    """
+    n = check_positive_int(n, "n")
+    alpha = check_alpha(alpha)
+    if n_bins != "auto":
+        n_bins = check_positive_int(n_bins, "n_bins", minimum=2)
+    if _min_level(n, alpha, 1e12, n_bins) >= 1.0:
+        return math.inf
+    lo, hi = -12.0, 12.0  # log10 epsilon
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if _min_level(n, alpha, 10**mid, n_bins) >= 1.0:
+            lo = mid
+        else:
+            hi = mid
+    eps = 10**hi
+    digits = 2 - math.floor(math.log10(eps))
+    rounded = math.ceil(eps * 10**digits) / 10**digits
+    return rounded if _min_level(n, alpha, rounded, n_bins) < 1.0 else eps

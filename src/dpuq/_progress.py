@@ -8,8 +8,9 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def progress(iterable: Iterable[T], desc: str, total: int | None = None,
-             disable: bool = False) -> Iterator[T]:
+def progress(
+    iterable: Iterable[T], desc: str, total: int | None = None, disable: bool = False
+) -> Iterator[T]:
     """Wrap ``iterable`` in a progress bar on stderr when tqdm is available."""
     try:
         from tqdm.auto import tqdm

@@ -12,7 +12,8 @@ most 1, so every ``u_j`` moves by at most ``Δ = max(q, 1 - q)``. Releasing ``e_
 δ = 0 (:mod:`dpuq.mechanisms.exponential`). This is the paper's mechanism with
 ``w_j = u_j / (q(1-q))`` *and* the sensitivity normalisation its Lemma 1 uses; copying the
 algorithm box literally (no normalisation, ``<=`` in the lower count) leaks up to ``ε/(1-q)``.
-Running time: O(n log m + m).
+Running time: O(n log n + m) for the law; sampling groups runs of empty bins (equal weights)
+and costs O(n log n) beyond building the edges.
 
 Level, gamma and bins (Algorithms 3 and 5) only use ``n``, ``alpha`` and ``epsilon``: they are
 data-independent and cost no privacy. When ``q̃ >= 1`` no informative release is possible and
@@ -206,9 +207,40 @@ def private_quantile(
     s, q, eps, edges = _validated(scores, level, epsilon, n_bins)
     if q >= 1.0:
         return 1.0
-    counts = np.bincount(bin_index(s, edges), minlength=edges.size)
-    j = sample_log_weights(_quantile_log_weights(counts, q, eps), check_random_state(random_state))
+    bins, counts = np.unique(bin_index(s, edges), return_counts=True)
+    j = _sample_bin(bins, counts, edges.size, q, eps, check_random_state(random_state))
     return float(edges[j])
+
+
+def _segment_log_weights(bins: np.ndarray, counts: np.ndarray, m: int, q: float, eps: float):
+    """The law of :func:`private_quantile` grouped into runs of bins with equal weight.
+
+    Between two non-empty bins every empty bin has the same ``L_j`` and ``U_j``, hence the same
+    weight. Returns the log-weights of the r non-empty bins followed by the r + 1 gaps (a gap's
+    weight is its length times one bin's weight; empty gaps get ``-inf``), the gap starts and
+    lengths. Exact; O(r) where r <= n is the number of non-empty bins, whatever m.
+    """
+    n = counts.sum()
+    below = np.cumsum(counts) - counts
+    gap_start = np.concatenate(([0], bins + 1))
+    gap_len = np.concatenate((bins, [m])) - gap_start
+    gap_below = np.concatenate(([0], below + counts))
+    scale = eps / (2.0 * max(q, 1.0 - q))
+    u_bin = np.maximum((1.0 - q) * below, q * (n - below - counts))
+    u_gap = np.maximum((1.0 - q) * gap_below, q * (n - gap_below))
+    log_len = np.full(gap_len.shape, -np.inf)
+    np.log(gap_len, out=log_len, where=gap_len > 0)
+    return np.concatenate((-scale * u_bin, log_len - scale * u_gap)), gap_start, gap_len
+
+
+def _sample_bin(bins, counts, m: int, q: float, eps: float, rng: np.random.Generator) -> int:
+    """Draw a 0-based bin from the exact law: a run by its log-weight, then a bin within it."""
+    log_w, gap_start, gap_len = _segment_log_weights(bins, counts, m, q, eps)
+    k = sample_log_weights(log_w, rng)
+    if k < bins.size:
+        return int(bins[k])
+    g = k - bins.size
+    return int(gap_start[g] + rng.integers(gap_len[g]))
 
 
 # ------------------------------------------------------ level, gamma, bins (public)
@@ -222,9 +254,9 @@ def _check_plan(n, alpha, epsilon, n_bins):
 
 
 def _level(n: int, alpha: float, epsilon: float, m: int, gamma: float) -> float:
-    return (n + 1) * (1 - alpha) / (n * (1 - gamma * alpha)) + 2 * math.log(
-        m / (gamma * alpha)
-    ) / (epsilon * n)
+    return (n + 1) * (1 - alpha) / (n * (1 - gamma * alpha)) + 2 * math.log(m / (gamma * alpha)) / (
+        epsilon * n
+    )
 
 
 def inflated_level(n: int, alpha: float, epsilon: float, n_bins: int, gamma: float) -> float:
@@ -288,7 +320,7 @@ def _bin_grid(n: int, epsilon: float) -> np.ndarray:
 
 
 def _sorted_uniforms(n: int) -> np.ndarray:
-    """``N_SIMULATIONS`` sorted uniform vectors of length n (fixed seed), by exponential spacings."""
+    """``N_SIMULATIONS`` sorted uniform vectors of length n (fixed seed), via exponential gaps."""
     rng = np.random.default_rng(_SIMULATION_SEED)
     gaps = rng.standard_exponential((N_SIMULATIONS, n + 1))
     cums = np.cumsum(gaps, axis=1)

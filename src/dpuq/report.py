@@ -117,7 +117,9 @@ def compose_disjoint(reports: Iterable[PrivacyReport], mechanism: str) -> Privac
         neighbouring="each person's record is in exactly one part; per part: "
         + "; ".join(r.neighbouring for r in reports),
         sensitivity="see parts",
-        details={f"part {i + 1}": f"{r.mechanism} ({r.epsilon:.4g}, {r.delta:.3g})"
-                 for i, r in enumerate(reports)},
+        details={
+            f"part {i + 1}": f"{r.mechanism} ({r.epsilon:.4g}, {r.delta:.3g})"
+            for i, r in enumerate(reports)
+        },
         notes=("parallel composition: the parts use disjoint people",),
     )

@@ -17,8 +17,9 @@ def register(subparsers) -> None:
     p.add_argument("--alpha", type=float, default=0.1, help="miscoverage level (0.1)")
     p.add_argument("--n-calibration", type=int, default=500, help="calibration size (500)")
     p.add_argument("--splits", type=int, default=100, help="random splits (100)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed for a reproducible run (default: OS entropy)")
+    p.add_argument(
+        "--seed", type=int, default=None, help="seed for a reproducible run (default: OS entropy)"
+    )
     p.add_argument("--quick", action="store_true", help="fewer splits, for a smoke test")
     p.set_defaults(func=run)
 
@@ -28,8 +29,11 @@ def run(args: argparse.Namespace) -> int:
 
     splits = 20 if args.quick else args.splits
     result = run_demo(
-        epsilon=args.epsilon, alpha=args.alpha, n_calibration=args.n_calibration,
-        n_splits=splits, random_state=args.seed,
+        epsilon=args.epsilon,
+        alpha=args.alpha,
+        n_calibration=args.n_calibration,
+        n_splits=splits,
+        random_state=args.seed,
     )
     print(format_demo(result, args.alpha))
     return 0

@@ -75,8 +75,12 @@ def run_demo(
     example = None
     for k in progress(range(n_splits), "calibration splits", disable=not show_progress):
         cal = calibrate(
-            cal_scores[cal_idx[k]], alpha=alpha, epsilon=epsilon, n_bins=n_bins,
-            gamma=gamma, random_state=rng,
+            cal_scores[cal_idx[k]],
+            alpha=alpha,
+            epsilon=epsilon,
+            n_bins=n_bins,
+            gamma=gamma,
+            random_state=rng,
         )
         example = example or cal
         thresholds[k] = cal.threshold
@@ -119,8 +123,11 @@ def format_demo(result: DemoResult, alpha: float) -> str:
         "",
         f"{'calibration':<28}{'coverage':>9}  {'5%-95%':<16}{'mean size':>11}",
         row("split conformal (not private)", result.baseline_coverage, result.baseline_size),
-        row(f"private (ε = {result.example.epsilon:g})", result.private_coverage,
-            result.private_size),
+        row(
+            f"private (ε = {result.example.epsilon:g})",
+            result.private_coverage,
+            result.private_size,
+        ),
         "",
         "privacy report of one release:",
         str(result.example.privacy_report),

@@ -294,7 +294,9 @@ def _gamma_star(n: int, alpha: float, epsilon: float, m: int) -> float:
     b = -(alpha * (1 - alpha) * epsilon * (n + 1) / 2 + 2 * alpha)
     disc = b * b - 4 * a
     root = 2.0 / (-b + math.sqrt(max(disc, 0.0)))
-    candidates = [TINY_GAMMA]
+    # SPEC's tiny fallback, and gamma just below 1: when the root is not in (0, 1), q̃ decreases
+    # on all of (0, 1) and is >= 1 there (uninformative); 1 - 1e-9 then reports its infimum.
+    candidates = [TINY_GAMMA, 1.0 - 1e-9]
     if 0.0 < root < 1.0:
         candidates.append(root)
     return min(candidates, key=lambda g: _level(n, alpha, epsilon, m, g))

@@ -48,6 +48,20 @@ class PrivacyReport:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
         object.__setattr__(self, "notes", tuple(self.notes))
 
+    def __reduce__(self):  # mappingproxy is not picklable: rebuild from a plain dict
+        return (
+            type(self),
+            (
+                self.mechanism,
+                self.epsilon,
+                self.delta,
+                self.neighbouring,
+                self.sensitivity,
+                dict(self.details),
+                self.notes,
+            ),
+        )
+
     @property
     def pure(self) -> bool:
         """True for pure ε-DP (δ = 0)."""

@@ -1,0 +1,156 @@
+"""Exact privacy and sampling of the binned private quantile (SPEC A.3)."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import logsumexp
+
+import dpuq
+from dpuq.quantile import _segment_log_weights, bin_edges, bin_index
+
+
+def _neighbour_laws(scores, level, epsilon, m):
+    """Log-laws of every replace-one neighbour: each score replaced by each bin value."""
+    values = np.concatenate(([0.0], bin_edges(m)))  # one value per bin (0 and e_1 share bin 1)
+    laws = []
+    for i, v in itertools.product(range(scores.size), values):
+        nb = scores.copy()
+        nb[i] = v
+        laws.append(dpuq.private_quantile_log_distribution(nb, level, epsilon, m)[1])
+    return np.array(laws)
+
+
+def _max_log_ratio(scores, level, epsilon, m, law=dpuq.private_quantile_log_distribution):
+    base = law(scores, level, epsilon, m)[1]
+    return np.abs(_neighbour_laws_with(law, scores, level, epsilon, m) - base).max()
+
+
+def _neighbour_laws_with(law, scores, level, epsilon, m):
+    values = np.concatenate(([0.0], bin_edges(m)))
+    out = []
+    for i, v in itertools.product(range(scores.size), values):
+        nb = scores.copy()
+        nb[i] = v
+        out.append(law(nb, level, epsilon, m)[1])
+    return np.array(out)
+
+
+def _literal_box_law(scores, level, epsilon, m):
+    """The paper's algorithm box taken literally: w_j = u_j/(q(1-q)), no normalisation, <=."""
+    edges = bin_edges(m)
+    b = bin_index(np.asarray(scores), edges)
+    counts = np.bincount(b, minlength=m)
+    at_or_below = np.cumsum(counts)
+    above = scores.size - at_or_below
+    w = np.maximum((1 - level) * at_or_below, level * above) / (level * (1 - level))
+    lw = -epsilon * w / 2
+    return edges, lw - logsumexp(lw)
+
+
+def _random_cases(count, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(rng.integers(1, 61))
+        m = int(rng.integers(2, 26))
+        level = float(rng.choice([0.5, 0.6, 0.75, 0.9, 0.95, 0.99, 0.999, rng.uniform(0.5, 1)]))
+        epsilon = float(rng.choice([0.1, 0.5, 1.0, 3.0, 8.0]))
+        # scores on bin values and in between, so that every bin can be hit
+        scores = np.where(rng.random(n) < 0.5, rng.integers(0, m + 1, n) / m, rng.uniform(0, 1, n))
+        yield scores, level, epsilon, m
+
+
+class TestExactPrivacy:
+    @pytest.mark.parametrize("case", range(60))
+    def test_every_replace_one_neighbour_within_epsilon(self, case):
+        scores, level, epsilon, m = list(_random_cases(60, seed=7))[case]
+        worst = _max_log_ratio(scores, level, epsilon, m)
+        assert worst <= epsilon + 1e-9, (scores.size, m, level, epsilon, worst)
+
+    def test_literal_algorithm_box_is_caught_leaking(self):
+        # The same enumeration detects the leak of the paper's box taken literally.
+        scores = np.array([0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 0.9, 0.95, 1.0, 0.35])
+        worst = _max_log_ratio(scores, 0.9, 1.0, 10, law=_literal_box_law)
+        assert worst > 2.0  # more than twice the claimed ε = 1
+
+    def test_output_law_sums_to_one_and_is_positive(self):
+        scores = np.random.default_rng(0).uniform(size=5000)
+        t, lp = dpuq.private_quantile_log_distribution(scores, 0.9, 0.5, 2000)
+        assert np.all(np.isfinite(lp))
+        assert np.isclose(logsumexp(lp), 0.0)
+        assert np.array_equal(t, bin_edges(2000))
+
+    def test_level_one_or_more_is_a_point_mass_on_one(self):
+        t, p = dpuq.private_quantile_distribution([0.1, 0.2], 1.0, 1.0, 10)
+        assert t.tolist() == [1.0] and p.tolist() == [1.0]
+        assert dpuq.private_quantile([0.1, 0.2], 1.3, 1.0, 10, random_state=0) == 1.0
+
+
+class TestRunGroupedLaw:
+    @pytest.mark.parametrize("seed", range(20))
+    def test_runs_expand_to_the_full_law(self, seed):
+        rng = np.random.default_rng(seed)
+        n, m = int(rng.integers(1, 80)), int(rng.integers(2, 400))
+        scores = rng.uniform(size=n) ** rng.uniform(0.2, 3)
+        q, eps = float(rng.uniform(0.5, 0.999)), float(rng.uniform(0.05, 10))
+        edges, full = dpuq.private_quantile_log_distribution(scores, q, eps, m)
+        bins, counts = np.unique(bin_index(scores, edges), return_counts=True)
+        lw, start, length = _segment_log_weights(bins, counts, m, q, eps)
+        expanded = np.full(m, np.nan)
+        expanded[bins] = lw[: bins.size]
+        for g in np.flatnonzero(length):
+            expanded[start[g] : start[g] + length[g]] = lw[bins.size + g] - np.log(length[g])
+        assert not np.isnan(expanded).any()
+        np.testing.assert_allclose(expanded - logsumexp(expanded), full, atol=1e-9)
+
+
+class TestSampler:
+    @pytest.mark.parametrize(("level", "epsilon", "m"), [(0.9, 1.0, 20), (0.6, 0.2, 50)])
+    def test_draws_follow_the_exact_law(self, level, epsilon, m):
+        # Chi-square goodness of fit at a fixed false-positive rate of 1e-3.
+        rng = np.random.default_rng(2024)
+        scores = rng.beta(2, 5, size=40)
+        t, p = dpuq.private_quantile_distribution(scores, level, epsilon, m)
+        draws = np.array(
+            [
+                dpuq.private_quantile(scores, level, epsilon, m, random_state=rng)
+                for _ in range(8000)
+            ]
+        )
+        observed = np.array([np.sum(draws == v) for v in t])
+        assert observed.sum() == draws.size  # every draw is a candidate threshold
+        expected = p * draws.size
+        keep = expected >= 5
+        obs = np.append(observed[keep], observed[~keep].sum())
+        exp = np.append(expected[keep], expected[~keep].sum())
+        if exp[-1] == 0:
+            obs, exp = obs[:-1], exp[:-1]
+        pvalue = stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
+        assert pvalue > 1e-3
+
+    def test_seeded_draws_reproduce(self):
+        scores = np.linspace(0, 1, 300)
+        a = dpuq.private_quantile(scores, 0.9, 1.0, 100, random_state=5)
+        b = dpuq.private_quantile(scores, 0.9, 1.0, 100, random_state=5)
+        assert a == b
+
+    def test_default_randomness_is_fresh(self):
+        scores = np.linspace(0, 1, 50)
+        draws = {dpuq.private_quantile(scores, 0.7, 0.05, 1000) for _ in range(20)}
+        assert len(draws) > 1
+
+
+class TestBins:
+    def test_set_membership_matches_bin_membership(self):
+        # S <= e_k exactly when b(S) <= k, including scores on the edges.
+        for m in (3, 7, 10, 97, 1000):
+            edges = bin_edges(m)
+            s = np.concatenate((edges, np.nextafter(edges, 0), np.nextafter(edges, 2), [0.0]))
+            s = s[(s >= 0) & (s <= 1)]
+            b = bin_index(s, edges)
+            for k in range(m):
+                np.testing.assert_array_equal(dpuq.prediction_sets(s[None, :], edges[k])[0], b <= k)
+
+    def test_zero_goes_to_the_first_bin(self):
+        assert bin_index(np.array([0.0]), bin_edges(5)).tolist() == [0]

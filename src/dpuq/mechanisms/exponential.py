@@ -16,7 +16,8 @@ Accuracy: ``P(u(X, r_out) <= OPT - (2Δu/ε)(ln R + t)) <= exp(-t)`` (``Δu/ε``
 
 Sampling is exact and never loses a candidate to underflow: weights are handled as logs;
 candidates whose relative weight underflows in linear space are kept in a separate group whose
-total mass is computed in log space and sampled by Gumbel-max (:func:`sample_log_weights`).
+total mass is computed in log space and chosen with exactly that probability
+(:func:`sample_log_weights`).
 Running time: O(R).
 """
 
@@ -48,15 +49,32 @@ def _log_weights(utilities, epsilon, sensitivity, monotone: bool) -> np.ndarray:
     return u * (eps / (sens if monotone else 2.0 * sens))
 
 
+def _bernoulli_exp_neg(a: float, rng: np.random.Generator) -> bool:
+    """True with probability ``exp(-a)``, ``a >= 0``, exactly even when ``exp(-a)`` underflows.
+
+    Memorylessness: ``exp(-a) = prod_k exp(-a_k)`` with steps ``a_k <= 30``, each checked
+    with one uniform (``exp(-30)`` is far above the uniform's resolution of 2^-53).
+    """
+    while a > 0.0:
+        step = min(a, 30.0)
+        if rng.random() >= math.exp(-step):
+            return False
+        a -= step
+    return True
+
+
 def sample_log_weights(log_weights: np.ndarray, rng: np.random.Generator) -> int:
     """Draw index ``j`` with probability ``exp(log_weights[j]) / sum(exp(log_weights))``.
 
-    Exact in log space: no candidate with finite log-weight gets probability 0.
+    Exact in log space: no candidate with finite log-weight gets probability 0. Candidates
+    within a factor ``e^700`` of the largest weight are sampled by inverse CDF in linear space;
+    the rest form a group whose total mass is computed with log-sum-exp, chosen with exactly
+    that probability (:func:`_bernoulli_exp_neg`), and sampled recursively within.
 
     Parameters
     ----------
     log_weights : ndarray of shape (R,)
-        Finite unnormalised log-probabilities (``-inf`` marks an impossible candidate).
+        Unnormalised log-probabilities; ``-inf`` marks an impossible candidate.
     rng : numpy.random.Generator
 
     Returns
@@ -73,16 +91,12 @@ def sample_log_weights(log_weights: np.ndarray, rng: np.random.Generator) -> int
     rel = lw - lw.max()
     linear = rel > _LINEAR_FLOOR
     w = np.exp(np.where(linear, rel, -np.inf))
-    total_linear = float(w.sum())
-    if not linear.all():
-        tiny_idx = np.flatnonzero(~linear & np.isfinite(rel))
-        if tiny_idx.size:
-            log_tiny = float(logsumexp(rel[tiny_idx]))
-            log_total = float(np.logaddexp(math.log(total_linear), log_tiny))
-            # 1 - random() lies in (0, 1]: its log is finite.
-            if math.log(1.0 - rng.random()) < log_tiny - log_total:
-                gumbel = rng.gumbel(size=tiny_idx.size)
-                return int(tiny_idx[np.argmax(rel[tiny_idx] + gumbel)])
+    tiny_idx = np.flatnonzero(~linear & np.isfinite(rel))
+    if tiny_idx.size:
+        log_tiny = float(logsumexp(rel[tiny_idx]))
+        log_total = float(np.logaddexp(math.log(float(w.sum())), log_tiny))
+        if _bernoulli_exp_neg(log_total - log_tiny, rng):
+            return int(tiny_idx[sample_log_weights(rel[tiny_idx], rng)])
     cdf = np.cumsum(w)
     j = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
     if j >= cdf.size:  # u * total rounded up to total: take the last candidate with weight

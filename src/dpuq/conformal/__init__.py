@@ -8,16 +8,28 @@ from dpuq.conformal.calibration import (
     split_conformal_threshold,
 )
 from dpuq.conformal.classifier import PrivateConformalClassifier
+from dpuq.conformal.regression_scores import (
+    absolute_residual_intervals,
+    absolute_residual_scores,
+    cqr_intervals,
+    cqr_scores,
+)
+from dpuq.conformal.regressor import PrivateConformalRegressor
 from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores
 from dpuq.conformal.sets import prediction_sets
 
 __all__ = [
     "PrivateCalibration",
     "PrivateConformalClassifier",
+    "PrivateConformalRegressor",
     "UninformativeReleaseWarning",
+    "absolute_residual_intervals",
+    "absolute_residual_scores",
     "aps_scores",
     "calibrate",
     "coverage_upper_bound",
+    "cqr_intervals",
+    "cqr_scores",
     "lac_scores",
     "prediction_sets",
     "raps_scores",

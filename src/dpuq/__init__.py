@@ -24,10 +24,24 @@ from dpuq.conformal import (
     raps_scores,
     split_conformal_threshold,
 )
+from dpuq.learning import (
+    ConceptList,
+    DecisionStumps,
+    Intervals,
+    PrivateERMClassifier,
+    TabulatedConcepts,
+    Thresholds,
+    pac_sample_complexity,
+)
 from dpuq.mechanisms import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
     exponential_mechanism_probabilities,
+)
+from dpuq.mechanisms.exponential import (
+    exponential_mechanism_accuracy_bound,
+    permute_and_flip,
+    permute_and_flip_probabilities,
 )
 from dpuq.metrics import coverage, coverage_by_set_size, set_sizes
 from dpuq.quantile import (
@@ -45,11 +59,17 @@ from dpuq.report import PrivacyReport
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConceptList",
+    "DecisionStumps",
+    "Intervals",
     "NotFittedError",
     "PrivacyReport",
     "PrivateCalibration",
     "PrivateConformalClassifier",
     "PrivateConformalRegressor",
+    "PrivateERMClassifier",
+    "TabulatedConcepts",
+    "Thresholds",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
@@ -62,6 +82,7 @@ __all__ = [
     "cqr_intervals",
     "cqr_scores",
     "exponential_mechanism",
+    "exponential_mechanism_accuracy_bound",
     "exponential_mechanism_log_probabilities",
     "exponential_mechanism_probabilities",
     "inflated_level",
@@ -69,6 +90,9 @@ __all__ = [
     "min_calibration_size",
     "min_epsilon",
     "optimal_gamma",
+    "pac_sample_complexity",
+    "permute_and_flip",
+    "permute_and_flip_probabilities",
     "prediction_sets",
     "private_quantile",
     "private_quantile_distribution",

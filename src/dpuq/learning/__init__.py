@@ -1,0 +1,30 @@
+"""Private PAC learning over finite concept classes (SPEC C).
+
+:class:`PrivateERMClassifier` releases one concept of a finite public class with the
+exponential mechanism on empirical error (ε-DP, replace-one with ``n`` public);
+:func:`pac_sample_complexity` gives the sample size of the lecture notes' theorem. Concept
+classes compute the errors of all their concepts at once (no loop over concepts).
+"""
+
+from dpuq.learning.concepts import (
+    ConceptClass,
+    ConceptList,
+    DecisionStumps,
+    Intervals,
+    TabulatedConcepts,
+    Thresholds,
+    as_concept_class,
+)
+from dpuq.learning.erm import PrivateERMClassifier, pac_sample_complexity
+
+__all__ = [
+    "ConceptClass",
+    "ConceptList",
+    "DecisionStumps",
+    "Intervals",
+    "PrivateERMClassifier",
+    "TabulatedConcepts",
+    "Thresholds",
+    "as_concept_class",
+    "pac_sample_complexity",
+]

@@ -1,0 +1,609 @@
+"""Finite concept classes for private learning, with vectorised error counts.
+
+A concept class is a finite, **public** set ``C`` of binary classifiers ``c: x -> {0, 1}``,
+fixed before the data are seen (grids of thresholds come from public knowledge, never from the
+private data). Each class computes the error counts ``n L_X(c) = #{i : c(x_i) != y_i}`` of all
+its concepts at once, without a Python loop over concepts:
+
+- :class:`Thresholds` — ``1{x_f > t}`` (or ``1{x_f <= t}``) for ``t`` on a public grid;
+- :class:`DecisionStumps` — feature × public threshold grid × sign;
+- :class:`Intervals` — ``1{g_i < x_f <= g_j}`` for grid points ``g_i < g_j``;
+- :class:`ConceptList` — any finite list of user callables;
+- :class:`TabulatedConcepts` — a precomputed predictions matrix over a finite public domain.
+
+The threshold classes never build an ``n × |C|`` matrix: each point is put in the grid cell
+that holds it (``searchsorted``), the cells are counted (``bincount``) and cumulative counts
+give, for every grid point ``t``, how many points and how many positives lie at or below ``t``.
+Cost ``O(n d log T + |C|)``.
+
+Labels are binary, ``0`` or ``1`` (``bool`` and floats equal to 0 or 1 are accepted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpuq._validation import check_positive_int
+
+__all__ = [
+    "ConceptClass",
+    "ConceptList",
+    "DecisionStumps",
+    "Intervals",
+    "TabulatedConcepts",
+    "Thresholds",
+    "as_concept_class",
+    "check_binary_labels",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------------------------
+
+
+def check_binary_labels(y, n_samples: int | None = None, name: str = "y") -> np.ndarray:
+    """Return labels as an int64 array of 0s and 1s; anything else is a ``ValueError``.
+
+    Examples
+    --------
+    >>> check_binary_labels([True, False, 1.0]).tolist()
+    [1, 0, 1]
+    """
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+    if n_samples is not None and arr.shape[0] != n_samples:
+        raise ValueError(f"X has {n_samples} samples but {name} has {arr.shape[0]} labels")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold binary labels 0/1, got dtype {arr.dtype}")
+    bad = ~((arr == 0) | (arr == 1))
+    if bad.any():
+        shown = np.unique(arr[bad])[:5].tolist()
+        raise ValueError(
+            f"{name} must hold binary labels 0/1 (this concept class is binary); "
+            f"{int(bad.sum())} label(s) are not, e.g. {shown}"
+        )
+    return arr.astype(np.int64)
+
+
+def _check_features(X, name: str = "X") -> np.ndarray:
+    try:
+        arr = np.asarray(X, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric: {exc}") from None
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-dimensional (n_samples, n_features), got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty")
+    bad = int(np.count_nonzero(~np.isfinite(arr)))
+    if bad:
+        raise ValueError(f"{name} has {bad} non-finite value(s) (NaN or inf)")
+    return arr
+
+
+def _check_grid(grid, name: str) -> np.ndarray:
+    try:
+        g = np.asarray(grid, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric: {exc}") from None
+    if g.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {g.shape}")
+    if g.size == 0:
+        raise ValueError(f"{name} is empty: the concept class would be empty")
+    if not np.all(np.isfinite(g)):
+        raise ValueError(f"{name} has non-finite values")
+    if g.size > 1 and not np.all(np.diff(g) > 0):
+        raise ValueError(f"{name} must be strictly increasing (sorted, no repeats)")
+    return g
+
+
+def _check_feature_index(feature, name: str = "feature") -> int:
+    return check_positive_int(feature, name, minimum=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the interface
+# ---------------------------------------------------------------------------------------------
+
+
+class ConceptClass:
+    """A finite public set of binary classifiers, indexed ``0 .. n_concepts - 1``.
+
+    Subclasses implement ``n_concepts``, ``_check_X``, ``_error_counts``, ``_predict`` and
+    ``describe``. The class holds only public parameters (grids, callables), never data.
+    """
+
+    @property
+    def n_concepts(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return self.n_concepts
+
+    def _check_X(self, X) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _error_counts(self, X, y: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _predict(self, index: int, X) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self, index: int) -> dict[str, Any]:  # pragma: no cover - abstract
+        """The parameters of concept ``index`` as a dict of plain Python values."""
+        raise NotImplementedError
+
+    def check_data(self, X, y) -> tuple[Any, np.ndarray]:
+        """Validate features and binary labels together; returns ``(X, y)``."""
+        Xc = self._check_X(X)
+        return Xc, check_binary_labels(y, _n_rows(Xc))
+
+    def error_counts(self, X, y) -> np.ndarray:
+        """``#{i : c(x_i) != y_i}`` for every concept, shape ``(n_concepts,)``, int64."""
+        Xc, yc = self.check_data(X, y)
+        return self._error_counts(Xc, yc)
+
+    def empirical_errors(self, X, y) -> np.ndarray:
+        """Empirical errors ``L_X(c)`` in [0, 1] for every concept."""
+        Xc, yc = self.check_data(X, y)
+        return self._error_counts(Xc, yc) / yc.size
+
+    def _index(self, index) -> int:
+        i = check_positive_int(index, "index", minimum=0)
+        if i >= self.n_concepts:
+            raise ValueError(f"index must be < n_concepts = {self.n_concepts}, got {i}")
+        return i
+
+    def predict(self, index: int, X) -> np.ndarray:
+        """Labels (0/1, int64) that concept ``index`` gives to the rows of ``X``."""
+        return self._predict(self._index(index), self._check_X(X))
+
+
+def _n_rows(X) -> int:
+    return int(X.shape[0]) if hasattr(X, "shape") else len(X)
+
+
+def _counts_at_or_below(cells: np.ndarray, y: np.ndarray, n_cells: int):
+    """Totals and positives per cell (``cells`` is ``(n,)`` or ``(n, d)``, same rows as y)."""
+    total = np.bincount(cells.ravel(), minlength=n_cells)
+    positive = np.bincount(cells[y == 1].ravel(), minlength=n_cells)
+    return total, positive
+
+
+def _threshold_errors_above(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Errors of ``1{x > t}`` for every ``t`` in grid (one feature)."""
+    cells = np.searchsorted(grid, x, side="left")  # x <= grid[j]  <=>  cell <= j
+    total, positive = _counts_at_or_below(cells, y, grid.size + 1)
+    le_total = np.cumsum(total)[:-1]
+    le_pos = np.cumsum(positive)[:-1]
+    n_neg = y.size - int(positive.sum())
+    # positives at or below t are missed; negatives above t are false alarms
+    return le_pos + (n_neg - (le_total - le_pos))
+
+
+# ---------------------------------------------------------------------------------------------
+# thresholds, stumps, intervals
+# ---------------------------------------------------------------------------------------------
+
+
+class Thresholds(ConceptClass):
+    """Thresholds on one feature over a public grid: ``c_t(x) = 1{x_f > t}``.
+
+    Parameters
+    ----------
+    grid : array-like of shape (T,)
+        Public thresholds, strictly increasing, fixed without looking at the private data.
+    feature : int, default 0
+        The column of ``X`` used (``X`` may also be 1-d when ``feature == 0``).
+    positive : {"above", "below"}, default "above"
+        ``"above"``: label 1 when ``x_f > t``; ``"below"``: label 1 when ``x_f <= t``.
+
+    Examples
+    --------
+    >>> c = Thresholds([0.25, 0.5, 0.75])
+    >>> c.error_counts([0.1, 0.6, 0.9], [0, 0, 1]).tolist()
+    [1, 1, 0]
+    """
+
+    def __init__(self, grid, *, feature: int = 0, positive: str = "above") -> None:
+        self.grid = _check_grid(grid, "grid")
+        self.feature = _check_feature_index(feature)
+        if positive not in ("above", "below"):
+            raise ValueError(f"positive must be 'above' or 'below', got {positive!r}")
+        self.positive = positive
+
+    @property
+    def n_concepts(self) -> int:
+        return int(self.grid.size)
+
+    def _check_X(self, X) -> np.ndarray:
+        arr = _check_features(X)
+        if arr.shape[1] <= self.feature:
+            raise ValueError(
+                f"X has {arr.shape[1]} feature(s) but the thresholds use feature {self.feature}"
+            )
+        return arr[:, self.feature]
+
+    def _error_counts(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        above = _threshold_errors_above(x, y, self.grid)
+        return above if self.positive == "above" else y.size - above
+
+    def _predict(self, index: int, x: np.ndarray) -> np.ndarray:
+        above = x > self.grid[index]
+        return (above if self.positive == "above" else ~above).astype(np.int64)
+
+    def describe(self, index: int) -> dict[str, Any]:
+        i = self._index(index)
+        return {
+            "concept": "threshold",
+            "feature": self.feature,
+            "threshold": float(self.grid[i]),
+            "positive": self.positive,
+        }
+
+    def __repr__(self) -> str:
+        return f"Thresholds(T={self.grid.size}, feature={self.feature}, positive={self.positive!r})"
+
+
+class DecisionStumps(ConceptClass):
+    """Decision stumps: feature × public threshold grid × sign.
+
+    Concept ``(f, t, s)`` labels ``x`` with ``1{x_f > t}`` when ``s = +1`` and ``1{x_f <= t}``
+    when ``s = -1``. There are ``2 * sum_f T_f`` concepts: index ``k`` has sign ``+1`` for
+    ``k < sum_f T_f``, then features in order, then thresholds in increasing order.
+
+    Parameters
+    ----------
+    thresholds : array-like
+        Public grids, fixed without looking at the private data: a 1-d array shared by all
+        features (then ``n_features`` is required), a 2-d array ``(n_features, T)``, or a
+        sequence of 1-d arrays, one per feature (lengths may differ). Each strictly increasing.
+    n_features : int, optional
+        Number of features when ``thresholds`` is one shared 1-d grid.
+
+    Notes
+    -----
+    Errors of all stumps: one ``searchsorted`` of the data in the grids, one ``bincount``
+    and cumulative counts per feature; ``O(n d log T + d T)`` time, no ``n × |C|`` matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> stumps = DecisionStumps([0.5], n_features=2)
+    >>> X = np.array([[0.1, 0.9], [0.9, 0.1], [0.8, 0.2]])
+    >>> stumps.error_counts(X, [0, 1, 1]).tolist()  # (+,f0) (+,f1) (-,f0) (-,f1)
+    [0, 3, 3, 0]
+    >>> stumps.describe(3)
+    {'concept': 'stump', 'feature': 1, 'threshold': 0.5, 'sign': -1}
+    """
+
+    def __init__(self, thresholds, *, n_features: int | None = None) -> None:
+        grids = _stump_grids(thresholds, n_features)
+        self.thresholds = grids
+        self.n_features = len(grids)
+        sizes = np.array([g.size for g in grids], dtype=np.int64)
+        self._sizes = sizes
+        self._offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])  # start of feature f
+        self._n_thresholds = int(sizes.sum())
+        self._values = np.concatenate(grids)
+        self._feature_of = np.repeat(np.arange(self.n_features), sizes)
+        # cells: feature f owns cells base_f .. base_f + T_f (T_f + 1 cells)
+        self._bases = self._offsets + np.arange(self.n_features)
+        self._n_cells = self._n_thresholds + self.n_features
+        within = np.arange(self._n_thresholds) - np.repeat(self._offsets, sizes)
+        self._le_end = np.repeat(self._bases, sizes) + within + 1  # prefix end (exclusive)
+        self._le_start = np.repeat(self._bases, sizes)
+        self._shared = all(g.size == grids[0].size and np.array_equal(g, grids[0]) for g in grids)
+
+    @property
+    def n_concepts(self) -> int:
+        return 2 * self._n_thresholds
+
+    def _check_X(self, X) -> np.ndarray:
+        arr = _check_features(X)
+        if arr.shape[1] != self.n_features:
+            raise ValueError(
+                f"X has {arr.shape[1]} feature(s) but the stumps were built for {self.n_features}"
+            )
+        return arr
+
+    def _cells(self, X: np.ndarray) -> np.ndarray:
+        if self._shared:
+            cells = np.searchsorted(self.thresholds[0], X, side="left")
+        else:
+            cells = np.empty(X.shape, dtype=np.intp)
+            for f, grid in enumerate(self.thresholds):  # a loop over features, not concepts
+                cells[:, f] = np.searchsorted(grid, X[:, f], side="left")
+        cells += self._bases.astype(np.intp)
+        return cells
+
+    def _error_counts(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        total, positive = _counts_at_or_below(self._cells(X), y, self._n_cells)
+        cum_total = np.concatenate([[0], np.cumsum(total)])
+        cum_pos = np.concatenate([[0], np.cumsum(positive)])
+        le_total = cum_total[self._le_end] - cum_total[self._le_start]
+        le_pos = cum_pos[self._le_end] - cum_pos[self._le_start]
+        n = y.size
+        n_neg = n - int(np.count_nonzero(y))
+        above = le_pos + (n_neg - (le_total - le_pos))
+        return np.concatenate([above, n - above])
+
+    def _parts(self, index: int) -> tuple[int, int, float]:
+        sign = 1 if index < self._n_thresholds else -1
+        k = index % self._n_thresholds
+        return sign, int(self._feature_of[k]), float(self._values[k])
+
+    def _predict(self, index: int, X: np.ndarray) -> np.ndarray:
+        sign, f, t = self._parts(index)
+        above = X[:, f] > t
+        return (above if sign == 1 else ~above).astype(np.int64)
+
+    def describe(self, index: int) -> dict[str, Any]:
+        sign, f, t = self._parts(self._index(index))
+        return {"concept": "stump", "feature": f, "threshold": t, "sign": sign}
+
+    def __repr__(self) -> str:
+        return (
+            f"DecisionStumps(n_features={self.n_features}, "
+            f"n_thresholds={self._n_thresholds}, n_concepts={self.n_concepts})"
+        )
+
+
+def _stump_grids(thresholds, n_features) -> list[np.ndarray]:
+    if isinstance(thresholds, np.ndarray) or not isinstance(thresholds, Sequence):
+        arr = np.asarray(thresholds, dtype=float)
+        if arr.ndim == 2:
+            rows = list(arr)
+        elif arr.ndim == 1:
+            rows = None
+        else:
+            raise ValueError(f"thresholds must be 1- or 2-dimensional, got shape {arr.shape}")
+    else:
+        items = list(thresholds)
+        if not items:
+            raise ValueError("thresholds is empty: the concept class would be empty")
+        if all(np.ndim(item) == 0 for item in items):
+            rows, arr = None, np.asarray(items, dtype=float)
+        else:
+            rows = items
+    if rows is None:
+        if n_features is None:
+            raise ValueError(
+                "thresholds is one shared 1-d grid: pass n_features (the number of columns)"
+            )
+        d = check_positive_int(n_features, "n_features")
+        grid = _check_grid(arr, "thresholds")
+        return [grid] * d
+    if n_features is not None and check_positive_int(n_features, "n_features") != len(rows):
+        raise ValueError(f"thresholds has {len(rows)} grids but n_features={n_features}")
+    if not rows:
+        raise ValueError("thresholds is empty: the concept class would be empty")
+    return [_check_grid(g, f"thresholds[{f}]") for f, g in enumerate(rows)]
+
+
+class Intervals(ConceptClass):
+    """Intervals on one feature with public end points: ``c_ij(x) = 1{g_i < x_f <= g_j}``.
+
+    One concept for every pair ``i < j`` of grid points: ``T (T - 1) / 2`` concepts, in
+    row-major order of ``(i, j)``.
+
+    Parameters
+    ----------
+    grid : array-like of shape (T,), T >= 2
+        Public end points, strictly increasing, fixed without looking at the private data.
+    feature : int, default 0
+        The column of ``X`` used (``X`` may also be 1-d when ``feature == 0``).
+
+    Examples
+    --------
+    >>> c = Intervals([0.0, 0.5, 1.0])
+    >>> c.error_counts([0.2, 0.7, 0.9], [1, 0, 0]).tolist()  # (0,.5] (0,1] (.5,1]
+    [0, 2, 3]
+    """
+
+    def __init__(self, grid, *, feature: int = 0) -> None:
+        self.grid = _check_grid(grid, "grid")
+        if self.grid.size < 2:
+            raise ValueError("grid needs at least 2 points to define an interval")
+        self.feature = _check_feature_index(feature)
+        self._lo, self._hi = np.triu_indices(self.grid.size, k=1)
+
+    @property
+    def n_concepts(self) -> int:
+        return int(self._lo.size)
+
+    _check_X = Thresholds._check_X
+
+    def _error_counts(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        cells = np.searchsorted(self.grid, x, side="left")
+        total, positive = _counts_at_or_below(cells, y, self.grid.size + 1)
+        le_total = np.cumsum(total)[:-1]
+        le_pos = np.cumsum(positive)[:-1]
+        inside_total = le_total[self._hi] - le_total[self._lo]
+        inside_pos = le_pos[self._hi] - le_pos[self._lo]
+        n_pos = int(positive.sum())
+        # positives outside are missed; negatives inside are false alarms
+        return (n_pos - inside_pos) + (inside_total - inside_pos)
+
+    def _predict(self, index: int, x: np.ndarray) -> np.ndarray:
+        lo, hi = self.grid[self._lo[index]], self.grid[self._hi[index]]
+        return ((x > lo) & (x <= hi)).astype(np.int64)
+
+    def describe(self, index: int) -> dict[str, Any]:
+        i = self._index(index)
+        return {
+            "concept": "interval",
+            "feature": self.feature,
+            "low": float(self.grid[self._lo[i]]),
+            "high": float(self.grid[self._hi[i]]),
+        }
+
+    def __repr__(self) -> str:
+        return f"Intervals(T={self.grid.size}, feature={self.feature})"
+
+
+# ---------------------------------------------------------------------------------------------
+# user-supplied finite classes
+# ---------------------------------------------------------------------------------------------
+
+
+class ConceptList(ConceptClass):
+    """Any finite list of user-supplied concepts (callables ``X -> labels in {0, 1}``).
+
+    Each callable receives ``X`` as given and must return ``n`` labels 0/1. The callables are
+    evaluated once each per call (a loop over concepts is unavoidable here); for large classes
+    prefer a built-in class or :class:`TabulatedConcepts`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = ConceptList([lambda X: np.zeros(len(X)), lambda X: np.asarray(X)[:, 0] > 0])
+    >>> c.error_counts(np.array([[-1.0], [2.0]]), [0, 1]).tolist()
+    [1, 0]
+    """
+
+    def __init__(self, concepts: Sequence[Callable]) -> None:
+        items = list(concepts)
+        if not items:
+            raise ValueError("concepts is empty: a concept class needs at least one concept")
+        bad = [i for i, c in enumerate(items) if not callable(c)]
+        if bad:
+            raise TypeError(f"concepts must be callables; entries {bad[:5]} are not")
+        self.concepts = items
+
+    @property
+    def n_concepts(self) -> int:
+        return len(self.concepts)
+
+    def _check_X(self, X):
+        if not hasattr(X, "__len__"):
+            raise ValueError("X must be a sequence or array of samples")
+        if len(X) == 0:
+            raise ValueError("X is empty")
+        return X
+
+    def _labels(self, index: int, X) -> np.ndarray:
+        out = np.asarray(self.concepts[index](X))
+        n = _n_rows(X)
+        if out.shape != (n,):
+            raise ValueError(f"concept {index} returned shape {out.shape}, expected ({n},)")
+        return check_binary_labels(out, n, name=f"labels from concept {index}")
+
+    def _error_counts(self, X, y: np.ndarray) -> np.ndarray:
+        return np.array(
+            [np.count_nonzero(self._labels(i, X) != y) for i in range(self.n_concepts)],
+            dtype=np.int64,
+        )
+
+    _predict = _labels
+
+    def describe(self, index: int) -> dict[str, Any]:
+        i = self._index(index)
+        fn = self.concepts[i]
+        return {"concept": "user", "index": i, "name": getattr(fn, "__name__", repr(fn))}
+
+    def __repr__(self) -> str:
+        return f"ConceptList(n_concepts={self.n_concepts})"
+
+
+class TabulatedConcepts(ConceptClass):
+    """Concepts given by their labels on every point of a finite public domain.
+
+    ``predictions[c, v]`` is the label (0/1) that concept ``c`` gives to domain point ``v``;
+    samples are domain indices ``X[i]`` in ``0 .. n_domain - 1``. This is the lecture notes'
+    finite data universe. Errors of all concepts at once: ``P @ (neg - pos) + n_pos`` with
+    per-point label counts, ``O(n + |C| · n_domain)``.
+
+    A matrix of predictions on the training points themselves fits this too: use
+    ``X = np.arange(n)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = TabulatedConcepts(np.array([[0, 0, 1], [0, 1, 1]]))
+    >>> c.error_counts([0, 1, 2, 2], [0, 1, 1, 1]).tolist()
+    [1, 0]
+    """
+
+    def __init__(self, predictions) -> None:
+        p = np.asarray(predictions)
+        if p.ndim != 2:
+            raise ValueError(
+                f"predictions must be 2-dimensional (n_concepts, n_domain), got {p.shape}"
+            )
+        if p.shape[0] == 0:
+            raise ValueError("predictions has no rows: a concept class needs at least one concept")
+        if p.shape[1] == 0:
+            raise ValueError("predictions has no columns: the domain is empty")
+        if p.dtype.kind not in "biuf" or not np.all((p == 0) | (p == 1)):
+            raise ValueError("predictions must hold binary labels 0/1")
+        self.predictions = p.astype(np.int8)
+
+    @property
+    def n_concepts(self) -> int:
+        return int(self.predictions.shape[0])
+
+    def _check_X(self, X) -> np.ndarray:
+        arr = np.asarray(X)
+        if arr.ndim == 2 and arr.shape[1] == 1:
+            arr = arr[:, 0]
+        if arr.ndim != 1:
+            raise ValueError(f"X must be a 1-d array of domain indices, got shape {arr.shape}")
+        if arr.size == 0:
+            raise ValueError("X is empty")
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        if arr.dtype.kind not in "iu":
+            raise ValueError(f"X must hold integer domain indices, got dtype {arr.dtype}")
+        d = self.predictions.shape[1]
+        bad = int(np.count_nonzero((arr < 0) | (arr >= d)))
+        if bad:
+            raise ValueError(f"X has {bad} index(es) outside the domain 0..{d - 1}")
+        return arr.astype(np.intp)
+
+    def _error_counts(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        d = self.predictions.shape[1]
+        pos = np.bincount(x[y == 1], minlength=d)
+        neg = np.bincount(x[y == 0], minlength=d)
+        diff = (neg - pos).astype(np.float64)  # exact: counts are far below 2**53
+        return np.rint(self.predictions @ diff).astype(np.int64) + int(pos.sum())
+
+    def _predict(self, index: int, x: np.ndarray) -> np.ndarray:
+        return self.predictions[index, x].astype(np.int64)
+
+    def describe(self, index: int) -> dict[str, Any]:
+        return {"concept": "tabulated", "index": self._index(index)}
+
+    def __repr__(self) -> str:
+        n, d = self.predictions.shape
+        return f"TabulatedConcepts(n_concepts={n}, n_domain={d})"
+
+
+def as_concept_class(concepts) -> ConceptClass:
+    """A :class:`ConceptClass` from a class, a list of callables or a predictions matrix.
+
+    Examples
+    --------
+    >>> as_concept_class([lambda X: X]).n_concepts
+    1
+    """
+    if isinstance(concepts, ConceptClass):
+        return concepts
+    if isinstance(concepts, np.ndarray):
+        return TabulatedConcepts(concepts)
+    if isinstance(concepts, Sequence) and not isinstance(concepts, str | bytes):
+        if len(concepts) == 0:
+            raise ValueError("concepts is empty: a concept class needs at least one concept")
+        return ConceptList(concepts)
+    raise TypeError(
+        "concepts must be a ConceptClass (Thresholds, DecisionStumps, Intervals, ...), a list "
+        f"of callables or a predictions matrix, got {type(concepts).__name__}"
+    )

@@ -27,6 +27,7 @@ never worse expected utility, with its exact law.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -44,6 +45,7 @@ __all__ = [
     "permute_and_flip_log_probabilities",
     "permute_and_flip_probabilities",
     "sample_log_weights",
+    "sample_permute_and_flip",
 ]
 
 # exp(x) is a normal double for x > -708; below that we switch to the log-space group.
@@ -274,6 +276,18 @@ def _pf_log_q(utilities, epsilon, sensitivity) -> np.ndarray:
     return lw - lw.max()
 
 
+@functools.lru_cache(maxsize=32)
+def _legendre_unit(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes on (0, 1) and the logs of their weights (which sum to 1)."""
+    from scipy.special import roots_legendre
+
+    nodes, weights = roots_legendre(n_nodes)
+    t, log_w = 0.5 * (nodes + 1.0), np.log(0.5 * weights)
+    t.flags.writeable = False
+    log_w.flags.writeable = False
+    return t, log_w
+
+
 def permute_and_flip_log_probabilities(utilities, *, epsilon: float, sensitivity: float):
     """Exact log output law of :func:`permute_and_flip`.
 
@@ -307,16 +321,12 @@ def permute_and_flip_log_probabilities(utilities, *, epsilon: float, sensitivity
     >>> np.round(np.exp(lp), 12).tolist()
     [0.5, 0.5]
     """
-    from scipy.special import roots_legendre
-
     log_q = _pf_log_q(utilities, epsilon, sensitivity)
     r = log_q.size
     values, inverse, counts = np.unique(log_q, return_inverse=True, return_counts=True)
     q = np.exp(values)  # distinct q_v in (0, 1]; underflow to 0 only makes a factor exactly 1
     n_nodes = r // 2 + 1
-    nodes, weights = roots_legendre(n_nodes)
-    t = 0.5 * (nodes + 1.0)  # nodes on (0, 1); weights sum to 2 on (-1, 1) -> halve them
-    log_w = np.log(0.5 * weights)
+    t, log_w = _legendre_unit(n_nodes)
     # log prod_{s != r} (1 - t q_s) = S(t) - log1p(-t q_r), S(t) = sum_v c_v log1p(-t q_v).
     # Chunks over nodes keep memory at about 2**22 floats.
     chunk = max(1, (1 << 22) // max(1, values.size))
@@ -414,8 +424,36 @@ def permute_and_flip(
     >>> permute_and_flip([0.0, 100.0], epsilon=1.0, sensitivity=1.0, random_state=0)
     1
     """
-    gap = -_pf_log_q(utilities, epsilon, sensitivity)  # >= 0; 0 for the best candidates
-    rng = check_random_state(random_state)
-    order = rng.permutation(gap.size)
+    lw = _log_weights(utilities, epsilon, sensitivity, monotone=False)
+    return sample_permute_and_flip(lw, check_random_state(random_state))
+
+
+def sample_permute_and_flip(log_weights: np.ndarray, rng: np.random.Generator) -> int:
+    """One permute-and-flip draw from log-weights ``a_r`` (``ε u_r / (2Δu)``).
+
+    Visits the candidates in the order ``rng.permutation(R)`` and accepts ``r`` with
+    probability ``exp(a_r - max a)``, decided by factors of at most ``exp(-30)`` (one uniform
+    each) so that no acceptance probability is ever formed where it would underflow.
+
+    Parameters
+    ----------
+    log_weights : ndarray of shape (R,)
+        Finite log-weights.
+    rng : numpy.random.Generator
+        Anything with ``permutation(n)`` and ``random(size)``.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sample_permute_and_flip(np.array([0.0, -1e6]), np.random.default_rng(0))
+    0
+    """
+    lw = np.asarray(log_weights, dtype=float)
+    gap = lw.max() - lw  # >= 0; 0 for the best candidates, which are always accepted
+    order = np.asarray(rng.permutation(gap.size))
     accepted = _accept_exp_neg(gap[order], rng)
-    return int(order[int(np.argmax(accepted))])  # the best candidate is always accepted
+    return int(order[int(np.argmax(accepted))])

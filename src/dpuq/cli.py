@@ -8,7 +8,7 @@ import sys
 import warnings
 
 #: Sub-command modules under ``dpuq.commands``; each defines ``register(subparsers)``.
-COMMANDS = ["demo"]
+COMMANDS = ["demo", "calibrate", "predict", "plan"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,328 @@
+"""``dpuq calibrate``: release an ε-DP conformal threshold from a user's own files."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+
+CALIBRATION_FORMAT = "dpuq-calibration"
+CALIBRATION_FORMAT_VERSION = 1
+CLASSIFICATION_SCORES = ("lac", "aps", "raps")
+REGRESSION_SCORES = ("absolute", "cqr")
+
+DESCRIPTION = """\
+Release a conformal threshold with epsilon-differential privacy from held-out calibration
+data (data NOT used to train the model), and write it, with its privacy report, to a JSON
+file that `dpuq predict` turns into prediction sets or intervals for new data.
+
+Give exactly one kind of input:
+  --scores FILE                        your own conformity scores in [0, 1], one per person
+                                       (low = conforms); sets are {y : S(x, y) <= threshold}
+  --probs FILE --labels FILE           classification: (n, K) class probabilities (rows sum
+                                       to 1) and true class indices 0..K-1; --score lac|aps|raps
+  --predictions FILE --targets FILE --bound B
+                                       regression: one column of point predictions (score
+                                       'absolute': min(|y - pred| / B, 1)) or two columns of
+                                       lower/upper quantile predictions (score 'cqr')
+
+Files: .npy, .csv/.tsv/.txt (optional header line) or .parquet (needs pyarrow).
+
+Privacy: epsilon-DP (delta = 0) for the calibration people, under replace-one neighbours with
+n public. Each run is a fresh release: running it twice on the same people spends 2 epsilon.
+The regression bound B must be public (domain knowledge or training data), never computed
+from the calibration data. Plan n and epsilon first with `dpuq plan`.
+"""
+
+EPILOG = """\
+examples:
+  dpuq plan --n 1000 --alpha 0.1 --epsilon 1
+  dpuq calibrate --probs cal_probs.npy --labels cal_labels.csv --alpha 0.1 --epsilon 1 \\
+      -o calibration.json
+  dpuq calibrate --scores scores.csv --alpha 0.1 --epsilon 0.5 --bins 200 -o calibration.json
+  dpuq calibrate --predictions cal_pred.csv --targets cal_y.csv --bound 50 --alpha 0.1 \\
+      --epsilon 2 -o calibration.json
+"""
+
+
+# ----------------------------------------------------------------- argument types
+def bins_arg(text: str) -> str | int:
+    """``auto`` or an integer >= 2."""
+    if text == "auto":
+        return "auto"
+    try:
+        m = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be 'auto' or an integer >= 2, got {text!r}"
+        ) from None
+    if m < 2:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or an integer >= 2, got {text!r}")
+    return m
+
+
+def seed_arg(text: str) -> int:
+    try:
+        s = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if s < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return s
+
+
+def float_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "calibrate",
+        help="release an epsilon-DP conformal threshold from your calibration files",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inputs = p.add_argument_group("inputs (one kind)")
+    inputs.add_argument("--scores", metavar="FILE", help="conformity scores in [0, 1], shape (n,)")
+    inputs.add_argument("--probs", metavar="FILE", help="class probabilities, shape (n, K)")
+    inputs.add_argument("--labels", metavar="FILE", help="true class indices 0..K-1, shape (n,)")
+    inputs.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help="regression predictions: (n,) point predictions or (n, 2) lower/upper quantiles",
+    )
+    inputs.add_argument("--targets", metavar="FILE", help="true regression outcomes, shape (n,)")
+    inputs.add_argument(
+        "--bound",
+        type=float_arg,
+        metavar="B",
+        help="public bound B > 0 on the regression residuals (never from the calibration data)",
+    )
+    release = p.add_argument_group("release")
+    release.add_argument(
+        "--alpha",
+        type=float_arg,
+        required=True,
+        help="miscoverage level in (0, 0.5]: sets cover with probability >= 1 - alpha",
+    )
+    release.add_argument(
+        "--epsilon", type=float_arg, required=True, help="privacy parameter > 0 (no default)"
+    )
+    release.add_argument(
+        "--score",
+        choices=CLASSIFICATION_SCORES + REGRESSION_SCORES,
+        help="score: lac (default for --probs), aps, raps; absolute (default for one column of "
+        "--predictions) or cqr (default for two columns)",
+    )
+    release.add_argument("--lam", type=float_arg, help="RAPS penalty λ (default 0.01)")
+    release.add_argument("--k-reg", type=int, help="RAPS ranks free of penalty (default 5)")
+    release.add_argument(
+        "--bins",
+        type=bins_arg,
+        default="auto",
+        metavar="auto|N",
+        help="number of bins m: 'auto' (default: data-independent choice, no privacy cost) "
+        "or an integer >= 2",
+    )
+    release.add_argument(
+        "--seed",
+        type=seed_arg,
+        default=None,
+        help="seed for a reproducible run: experiments only, since anyone who knows the seed "
+        "can undo the noise (default: fresh OS entropy)",
+    )
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "-o", "--output", required=True, metavar="FILE.json", help="where to write the release"
+    )
+    out.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
+    p.set_defaults(func=run)
+
+
+# ----------------------------------------------------------------- inputs to scores
+def _only(args, allowed: set[str], mode: str) -> None:
+    given = {
+        name
+        for name in ("scores", "probs", "labels", "predictions", "targets", "bound")
+        if getattr(args, name, None) is not None
+    }
+    extra = sorted(given - allowed)
+    if extra:
+        flags = ", ".join("--" + e for e in extra)
+        raise ValueError(f"{flags} cannot be combined with {mode}")
+
+
+def input_mode(args) -> str:
+    """``scores``, ``classification`` or ``regression``, from which inputs were given."""
+    modes = [
+        name
+        for name, flag in (
+            ("scores", "scores"),
+            ("classification", "probs"),
+            ("regression", "predictions"),
+        )
+        if getattr(args, flag, None) is not None
+    ]
+    if not modes:
+        raise ValueError("give one input: --scores FILE, --probs FILE, or --predictions FILE")
+    if len(modes) > 1:
+        raise ValueError("give only one of --scores, --probs, --predictions")
+    return modes[0]
+
+
+def regression_score_name(args, n_columns: int) -> str:
+    """The regression score from ``--score`` and the predictions' shape (checked)."""
+    if n_columns not in (1, 2):
+        raise ValueError(
+            "--predictions must have 1 column (point predictions) or 2 (lower and upper "
+            f"quantiles), got {n_columns}"
+        )
+    default = "absolute" if n_columns == 1 else "cqr"
+    name = args.score or default
+    if name not in REGRESSION_SCORES:
+        raise ValueError(f"--score {name} is for classification; use absolute or cqr")
+    want = 1 if name == "absolute" else 2
+    if n_columns != want:
+        raise ValueError(f"--score {name} needs {want} column(s) of --predictions, got {n_columns}")
+    return name
+
+
+def _classification_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
+    from dpuq._validation import check_probabilities
+    from dpuq.conformal.scores import score_function
+    from dpuq.io import read_matrix, read_vector
+
+    _only(args, {"probs", "labels"}, "--probs")
+    if args.labels is None:
+        raise ValueError("--probs needs --labels FILE (the true class indices)")
+    name = args.score or "lac"
+    if name not in CLASSIFICATION_SCORES:
+        raise ValueError(f"--score {name} is for regression; use lac, aps or raps with --probs")
+    probs = check_probabilities(read_matrix(args.probs, "--probs"), f"--probs {args.probs!r}")
+    labels = read_vector(args.labels, "--labels", integer=True)
+    params: dict[str, Any] = {}
+    if name == "raps":
+        params = {
+            "lam": 0.01 if args.lam is None else args.lam,
+            "k_reg": 5 if args.k_reg is None else args.k_reg,
+        }
+    elif args.lam is not None or args.k_reg is not None:
+        raise ValueError("--lam and --k-reg apply to --score raps only")
+    if labels.size != probs.shape[0]:
+        raise ValueError(
+            f"--labels has {labels.size} entries but --probs has {probs.shape[0]} rows"
+        )
+    scores = score_function(name)(probs, labels, **params)
+    meta = {"task": "classification", "score": {"name": name, **params}}
+    meta["n_classes"] = int(probs.shape[1])
+    return scores, meta
+
+
+def _regression_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
+    from dpuq.conformal.regression_scores import (
+        absolute_residual_scores,
+        check_bound,
+        cqr_scores,
+    )
+    from dpuq.io import read_matrix, read_vector
+
+    _only(args, {"predictions", "targets", "bound"}, "--predictions")
+    if args.targets is None:
+        raise ValueError("--predictions needs --targets FILE (the true outcomes)")
+    if args.bound is None:
+        raise ValueError(
+            "--predictions needs --bound B: a public bound on the residuals (domain knowledge "
+            "or training data, never the calibration data)"
+        )
+    bound = check_bound(args.bound, "--bound")
+    pred = read_matrix(args.predictions, "--predictions")
+    name = regression_score_name(args, pred.shape[1])
+    y = read_vector(args.targets, "--targets")
+    if y.size != pred.shape[0]:
+        raise ValueError(
+            f"--targets has {y.size} entries but --predictions has {pred.shape[0]} rows"
+        )
+    if name == "absolute":
+        scores = absolute_residual_scores(pred[:, 0], y, bound=bound)
+    else:
+        scores = cqr_scores(pred, y, bound=bound)
+    return scores, {"task": "regression", "score": {"name": name, "bound": bound}}
+
+
+def _user_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
+    from dpuq._validation import check_scores
+    from dpuq.io import read_vector
+
+    _only(args, {"scores"}, "--scores")
+    if args.score is not None:
+        raise ValueError("--score names a built-in score; it cannot be used with --scores")
+    scores = check_scores(read_vector(args.scores, "--scores"), f"--scores {args.scores!r}")
+    return scores, {"task": "scores", "score": {"name": "user-supplied"}}
+
+
+def calibration_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
+    """The calibration scores in [0, 1] and what predict needs to know about them."""
+    mode = input_mode(args)
+    if mode == "classification":
+        return _classification_scores(args)
+    if mode == "regression":
+        return _regression_scores(args)
+    return _user_scores(args)
+
+
+# ----------------------------------------------------------------- the command
+def run(args: argparse.Namespace) -> int:
+    from dpuq import __version__
+    from dpuq._validation import check_alpha, check_epsilon
+    from dpuq.conformal.calibration import calibrate
+    from dpuq.io import check_output_path, write_json
+
+    # Everything that can fail is checked before the release: a failed write after it would
+    # make the user run it again and spend epsilon twice.
+    out = check_output_path(args.output, "-o", (".json",), force=args.force)
+    alpha = check_alpha(args.alpha, "--alpha")
+    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    scores, meta = calibration_scores(args)
+    if args.seed is not None:
+        warnings.warn(
+            "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
+            "use it for experiments only, never for a release",
+            UserWarning,
+            stacklevel=1,
+        )
+    cal = calibrate(scores, alpha=alpha, epsilon=epsilon, n_bins=args.bins, random_state=args.seed)
+    record = {
+        "format": CALIBRATION_FORMAT,
+        "format_version": CALIBRATION_FORMAT_VERSION,
+        "dpuq_version": __version__,
+        **meta,
+        "confidence_level": 1.0 - cal.alpha,
+        **cal.to_dict(),
+        "seeded": args.seed is not None,
+    }
+    write_json(out, record)
+    if not cal.informative:
+        state = "NOT informative: full sets / the whole line"
+    elif cal.threshold >= 1.0:
+        state = "informative level, but this draw is 1: full sets / the whole line"
+    else:
+        state = "informative"
+    print(
+        f"released threshold {cal.threshold:.6g} ({state}) from n = {cal.n} calibration "
+        f"scores at alpha = {cal.alpha:g}, epsilon = {cal.epsilon:g} (pure DP, delta = 0)\n"
+        f"level q̃ = {cal.level:.4f}, bins m = {cal.n_bins}, gamma = {cal.gamma:.4g}\n"
+        f"wrote {out}",
+        file=sys.stdout,
+    )
+    return 0

@@ -1,0 +1,205 @@
+"""``dpuq plan``: what a private calibration will give, before any data is touched."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from fractions import Fraction
+
+from dpuq.commands.calibrate import bins_arg, float_arg
+
+AUTO_NOTE = "  (auto: data-independent, no privacy cost)"
+DEFAULT_N_GRID = (100, 200, 500, 1000, 2000, 5000, 10000)
+DEFAULT_EPSILON_GRID = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+DESCRIPTION = """\
+Plan a private calibration before touching any data: uses only the public n (number of
+calibration points), alpha and epsilon, so it costs no privacy.
+
+The private threshold is the binned quantile of the calibration scores at the inflated level
+q̃ = (n+1)(1-alpha) / (n(1-gamma*alpha)) + 2 log(m/(gamma*alpha)) / (epsilon*n)
+instead of the non-private level of about 1 - alpha. If q̃ >= 1 no informative release is
+possible: the sets are full (the whole line for regression). This command shows q̃, the
+number of bins m* and the share gamma* of alpha spent on privacy that `dpuq calibrate` will
+use, the expected threshold on uniform scores (how much larger the private sets are than
+non-private ones, in coverage units), and the smallest n and epsilon that give informative
+sets. --table prints q̃ over a grid of n and epsilon: "how many calibration points do I need?"
+"""
+
+EPILOG = """\
+examples:
+  dpuq plan --n 1000 --alpha 0.1 --epsilon 1
+  dpuq plan --alpha 0.1 --table
+  dpuq plan --alpha 0.05 --table --n 500 1000 5000 --epsilon 0.5 1 2
+"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "plan",
+        help="what a private calibration will give at n, alpha, epsilon (no data needed)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--n", type=int, nargs="+", metavar="N", help="number of calibration points (public)"
+    )
+    p.add_argument(
+        "--alpha",
+        type=float_arg,
+        required=True,
+        help="miscoverage level in (0, 0.5]: sets cover with probability >= 1 - alpha",
+    )
+    p.add_argument(
+        "--epsilon", type=float_arg, nargs="+", metavar="E", help="privacy parameter(s) > 0"
+    )
+    p.add_argument(
+        "--bins",
+        type=bins_arg,
+        default="auto",
+        metavar="auto|N",
+        help="number of bins m: 'auto' (default, as `dpuq calibrate`) or an integer >= 2",
+    )
+    p.add_argument(
+        "--table",
+        action="store_true",
+        help="print q̃ over a grid of n (rows) and epsilon (columns); --n and --epsilon then "
+        f"take lists (defaults {' '.join(map(str, DEFAULT_N_GRID))} and "
+        f"{' '.join(f'{e:g}' for e in DEFAULT_EPSILON_GRID)})",
+    )
+    p.set_defaults(func=run)
+
+
+def _settings(n: int, alpha: float, epsilon: float, bins) -> tuple[int, float, float]:
+    from dpuq.quantile import auto_n_bins, inflated_level, optimal_gamma
+
+    if bins == "auto":
+        m, gamma = auto_n_bins(n, alpha, epsilon)
+    else:
+        m, gamma = bins, optimal_gamma(n, alpha, epsilon, bins)
+    return m, gamma, inflated_level(n, alpha, epsilon, m, gamma)
+
+
+def expected_uniform_threshold(n: int, q: float, epsilon: float, m: int) -> float:
+    """``E[threshold]`` on n uniform scores: the criterion of ``auto_n_bins`` (same simulation)."""
+    from dpuq.quantile import _expected_threshold, _FullUniforms, _NotCovered, _simulated_uniforms
+
+    if q >= 1.0:
+        return 1.0
+    try:
+        return _expected_threshold(_simulated_uniforms(n, [(m, q, epsilon)]), q, epsilon, m)
+    except _NotCovered:
+        return _expected_threshold(_FullUniforms(n), q, epsilon, m)
+
+
+def _split_conformal_level(n: int, alpha: float) -> float:
+    """``k/(n+1)``, ``k = ceil((n+1)(1-alpha))``: the non-private threshold's mean on uniforms."""
+    k = math.ceil((n + 1) * (1 - Fraction(repr(alpha))))
+    return math.inf if k > n else k / (n + 1)
+
+
+def _needs(n: int, alpha: float, epsilon: float, bins) -> str:
+    from dpuq.quantile import min_calibration_size, min_epsilon
+
+    try:
+        need_n = f"n >= {min_calibration_size(alpha, epsilon, bins)} at epsilon = {epsilon:g}"
+    except ValueError:
+        need_n = f"no n at epsilon = {epsilon:g}"
+    need_eps = min_epsilon(n, alpha, bins)
+    eps_text = (
+        f"epsilon >= {need_eps:g} at n = {n}"
+        if math.isfinite(need_eps)
+        else f"no epsilon at n = {n} (even non-private sets are full)"
+    )
+    return f"{need_n}; {eps_text}"
+
+
+def _single(n: int, alpha: float, epsilon: float, bins) -> str:
+    m, gamma, q = _settings(n, alpha, epsilon, bins)
+    informative = q < 1.0
+    baseline = _split_conformal_level(n, alpha)
+    lines = [
+        f"plan: n = {n} calibration points, alpha = {alpha:g} (coverage >= {1 - alpha:.4g}), "
+        f"epsilon = {epsilon:g}",
+        f"  bins m*             {m}"
+        + ("  (auto: data-independent, no privacy cost)" * (bins == "auto")),
+        f"  gamma*              {gamma:.4g}",
+        f"  level q̃            {q:.4f}",
+    ]
+    if informative:
+        lines.append("  informative         yes (q̃ < 1)")
+        expected = expected_uniform_threshold(n, q, epsilon, m)
+        if math.isfinite(baseline):
+            lines.append(
+                f"  expected threshold  {expected:.4f} on uniform scores vs {baseline:.4f} "
+                f"non-private: inflation {expected - baseline:+.4f}"
+            )
+            lines.append(
+                f"                      (private sets about as large as non-private ones at "
+                f"{expected:.1%} coverage)"
+            )
+        else:
+            lines.append(f"  expected threshold  {expected:.4f} on uniform scores")
+    else:
+        lines.append(
+            "  informative         NO (q̃ >= 1): the threshold will be 1, full sets / whole line"
+        )
+    lines.append(f"  informative sets need {_needs(n, alpha, epsilon, bins)}")
+    return "\n".join(lines)
+
+
+def _table(ns, epsilons, alpha: float, bins) -> str:
+    from dpuq._progress import progress
+    from dpuq.quantile import min_calibration_size
+
+    cells = {}
+    pairs = [(n, e) for n in ns for e in epsilons]
+    for n, e in progress(pairs, "planning", disable=len(pairs) < 10):
+        cells[n, e] = _settings(n, alpha, e, bins)[2]
+    width = 9
+    head = f"{'n':>8} " + "".join(f"{f'ε={e:g}':>{width}}" for e in epsilons)
+    lines = [
+        f"inflated level q̃ (bins: {bins}) at alpha = {alpha:g}; 'full' = q̃ >= 1, no informative "
+        "sets",
+        head,
+    ]
+    for n in ns:
+        row = "".join(
+            f"{'full' if cells[n, e] >= 1 else f'{cells[n, e]:.4f}':>{width}}" for e in epsilons
+        )
+        lines.append(f"{n:>8} {row}")
+
+    def min_n(e: float) -> str:
+        try:
+            return str(min_calibration_size(alpha, e, bins))
+        except ValueError:
+            return "none"
+
+    lines.append(f"{'min n':>8} " + "".join(f"{min_n(e):>{width}}" for e in epsilons))
+    a = Fraction(repr(alpha))
+    lines.append(f"non-private split conformal needs n >= {math.ceil((1 - a) / a)}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+
+    alpha = check_alpha(args.alpha, "--alpha")
+    if args.bins != "auto":
+        check_positive_int(args.bins, "--bins", minimum=2)
+    ns = [check_positive_int(n, "--n") for n in (args.n or [])]
+    epsilons = [check_epsilon(e, "--epsilon") for e in (args.epsilon or [])]
+    if args.table:
+        text = _table(
+            ns or list(DEFAULT_N_GRID), epsilons or list(DEFAULT_EPSILON_GRID), alpha, args.bins
+        )
+    else:
+        if len(ns) != 1 or len(epsilons) != 1:
+            raise ValueError(
+                "give one --n and one --epsilon (or --table for a grid of several values)"
+            )
+        text = _single(ns[0], alpha, epsilons[0], args.bins)
+    print(text, file=sys.stdout)
+    return 0

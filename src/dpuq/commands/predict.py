@@ -1,0 +1,180 @@
+"""``dpuq predict``: prediction sets or intervals for new data from a released calibration."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from dpuq.commands.calibrate import (
+    CALIBRATION_FORMAT,
+    CLASSIFICATION_SCORES,
+    REGRESSION_SCORES,
+)
+
+DESCRIPTION = """\
+Turn a calibration released by `dpuq calibrate` into prediction sets (classification, or
+your own scores) or prediction intervals (regression) for new data. Uses only the released
+values in the JSON file: no privacy cost, run it as often as you like.
+
+Give the new data in the same form as at calibration:
+  --probs FILE         classification: (n, K) class probabilities -> sets of classes
+  --scores FILE        your own scores: (n, K) matrix, entry [i, k] = S(x_i, candidate k)
+                       -> the candidates k with S <= threshold
+  --predictions FILE   regression: (n,) point predictions ('absolute') or (n, 2)
+                       lower/upper quantiles ('cqr') -> intervals
+
+Output by suffix: .csv (sets: a 0/1 column per class; intervals: columns lower,upper with
+inf for unbounded), .json (sets: the list of classes in each set; intervals: lists) or .npy.
+A calibration that was not informative (threshold 1) gives full sets / the whole line.
+"""
+
+EPILOG = """\
+examples:
+  dpuq predict --calibration calibration.json --probs test_probs.npy -o sets.csv
+  dpuq predict --calibration calibration.json --predictions test_pred.csv -o intervals.csv
+"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "predict",
+        help="prediction sets or intervals for new data from a calibration JSON",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--calibration",
+        required=True,
+        metavar="FILE.json",
+        help="the file written by `dpuq calibrate`",
+    )
+    p.add_argument("--probs", metavar="FILE", help="class probabilities of new data, (n, K)")
+    p.add_argument("--scores", metavar="FILE", help="score matrix of new data, (n, K)")
+    p.add_argument(
+        "--predictions", metavar="FILE", help="regression predictions of new data, (n,) or (n, 2)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="where to write the sets or intervals (.csv, .json or .npy)",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
+    p.set_defaults(func=run)
+
+
+def _field(cal: dict, key: str, label: str):
+    if key not in cal:
+        raise ValueError(f"{label}: missing field {key!r}; was it written by `dpuq calibrate`?")
+    return cal[key]
+
+
+def load_calibration(path: str) -> dict[str, Any]:
+    """Read and check a calibration JSON written by ``dpuq calibrate``."""
+    from dpuq.io import read_json
+
+    label = f"--calibration {path!r}"
+    cal = read_json(path, "--calibration")
+    if cal.get("format") != CALIBRATION_FORMAT:
+        raise ValueError(f"{label}: not a dpuq calibration file (format {cal.get('format')!r})")
+    threshold = _field(cal, "threshold", label)
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not 0.0 <= threshold <= 1.0
+    ):
+        raise ValueError(f"{label}: threshold must be a number in [0, 1], got {threshold!r}")
+    task = _field(cal, "task", label)
+    score = _field(cal, "score", label)
+    if not isinstance(score, dict) or "name" not in score:
+        raise ValueError(f"{label}: field 'score' must be an object with a 'name'")
+    if task == "classification":
+        if score["name"] not in CLASSIFICATION_SCORES:
+            raise ValueError(f"{label}: unknown classification score {score['name']!r}")
+        k = _field(cal, "n_classes", label)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+            raise ValueError(f"{label}: n_classes must be an integer >= 2, got {k!r}")
+    elif task == "regression":
+        if score["name"] not in REGRESSION_SCORES:
+            raise ValueError(f"{label}: unknown regression score {score['name']!r}")
+        b = score.get("bound")
+        if isinstance(b, bool) or not isinstance(b, int | float) or not math.isfinite(b) or b <= 0:
+            raise ValueError(f"{label}: score bound must be a number > 0, got {b!r}")
+    elif task != "scores":
+        raise ValueError(f"{label}: unknown task {task!r}")
+    return cal
+
+
+def _expect(args, flag: str, task: str, score: str) -> str:
+    given = [f for f in ("probs", "scores", "predictions") if getattr(args, f) is not None]
+    what = f"this calibration is for {task} (score {score})"
+    if flag not in given:
+        raise ValueError(f"{what}: pass --{flag} FILE")
+    others = [g for g in given if g != flag]
+    if others:
+        raise ValueError(f"{what}: --{others[0]} does not apply, pass only --{flag} FILE")
+    return getattr(args, flag)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpuq._validation import check_probabilities, check_scores
+    from dpuq.conformal.regression_scores import absolute_residual_intervals, cqr_intervals
+    from dpuq.conformal.scores import score_function
+    from dpuq.conformal.sets import prediction_sets
+    from dpuq.io import (
+        check_output_path,
+        read_matrix,
+        write_intervals,
+        write_sets,
+    )
+
+    out = check_output_path(args.output, "-o", (".csv", ".json", ".npy"), force=args.force)
+    cal = load_calibration(args.calibration)
+    task, score = cal["task"], cal["score"]
+    name, threshold = score["name"], float(cal["threshold"])
+    full = "" if cal.get("informative", threshold < 1.0) else " (uninformative release)"
+    if task == "regression":
+        path = _expect(args, "predictions", task, name)
+        want = 1 if name == "absolute" else 2
+        pred = read_matrix(path, "--predictions", columns=want)
+        if name == "absolute":
+            intervals = absolute_residual_intervals(pred[:, 0], threshold, bound=score["bound"])
+        else:
+            intervals = cqr_intervals(pred, threshold, bound=score["bound"])
+        write_intervals(out, intervals)
+        width = intervals[:, 1] - intervals[:, 0]
+        shown = "inf" if not np.all(np.isfinite(width)) else f"{np.mean(width):.6g}"
+        print(
+            f"{intervals.shape[0]} intervals at threshold {threshold:.6g}{full}; "
+            f"mean width {shown}\nwrote {out}",
+            file=sys.stdout,
+        )
+        return 0
+    if task == "classification":
+        path = _expect(args, "probs", task, name)
+        probs = check_probabilities(read_matrix(path, "--probs"), f"--probs {path!r}")
+        if probs.shape[1] != cal["n_classes"]:
+            raise ValueError(
+                f"--probs {path!r} has {probs.shape[1]} classes but the calibration has "
+                f"{cal['n_classes']}"
+            )
+        params = {k: v for k, v in score.items() if k != "name"}
+        matrix = score_function(name)(probs, **params)
+    else:
+        path = _expect(args, "scores", task, name)
+        matrix = check_scores(read_matrix(path, "--scores"), f"--scores {path!r}", ndim=2)
+    sets = prediction_sets(matrix, threshold)
+    write_sets(out, sets, list(range(sets.shape[1])))
+    sizes = sets.sum(axis=1)
+    print(
+        f"{sets.shape[0]} prediction sets at threshold {threshold:.6g}{full}; mean size "
+        f"{sizes.mean():.3g} of {sets.shape[1]}, empty {np.mean(sizes == 0):.1%}\nwrote {out}",
+        file=sys.stdout,
+    )
+    return 0

@@ -420,6 +420,11 @@ class Intervals(ConceptClass):
     def n_concepts(self) -> int:
         return int(self._lo.size)
 
+    @property
+    def endpoints(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` of every concept, each of shape ``(n_concepts,)``."""
+        return self.grid[self._lo], self.grid[self._hi]
+
     _check_X = Thresholds._check_X
 
     def _error_counts(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:

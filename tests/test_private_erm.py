@@ -450,3 +450,29 @@ class TestBadInput:
     def test_not_a_concept_class(self):
         with pytest.raises(TypeError, match="concepts must be"):
             self.fit(concepts=42)
+
+
+# ----------------------------------------------------------------------------- experiment
+
+
+def test_breast_cancer_and_realizable_experiments_run(tmp_path):
+    from dpuq.experiments.private_erm import plot, run_breast_cancer, run_realizable
+
+    bc = run_breast_cancer(epsilons=(0.01, 10.0), n_splits=3, show_progress=False)
+    assert bc.expected_error.shape == (2, 3) and bc.n_train + bc.n_test == 569
+    assert np.all(bc.erm_error < 0.2)  # a stump on the public grid is a good classifier
+    # ε = 10 is close to ERM; ε = 0.01 is close to uniform over stumps (much worse)
+    assert abs(bc.expected_error[1].mean() - bc.erm_error.mean()) < 0.03
+    assert bc.expected_error[0].mean() > 0.3
+    assert "| 10 |" in bc.table()
+    r = run_realizable(
+        concept_class="intervals",
+        epsilons=(1.0,),
+        fractions=(1.0,),
+        n_trials=20,
+        show_progress=False,
+    )
+    assert r.failure_rate.shape == (1, 1) and r.failure_rate[0, 0] <= 0.5
+    path = tmp_path / "erm.png"
+    plot(bc, [r], str(path))
+    assert path.stat().st_size > 10_000

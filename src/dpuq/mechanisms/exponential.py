@@ -229,7 +229,9 @@ def exponential_mechanism_accuracy_bound(
     ``R`` of them together have probability at most ``R exp(-ε g / (2Δu))`` (SPEC C; Dwork and
     Roth 2014, Thm 3.11). The bound holds for every data set, not only on average.
 
-    The same bound holds for :func:`permute_and_flip` (McKenna and Sheldon 2020, Thm 2).
+    The same bound holds for :func:`permute_and_flip`: there each candidate's probability is at
+    most ``q_r = exp(ε (u_r - OPT) / (2Δu))`` (its acceptance probability), and the same union
+    bound applies.
 
     Parameters
     ----------
@@ -395,7 +397,7 @@ def permute_and_flip(
     utilities of sensitivity ``Δu`` (McKenna and Sheldon 2020, Thm 1; or, through the
     equivalence, the report-noisy-max analysis of Ding et al. 2021). No monotone variant is
     offered here. Accuracy: never worse in expected utility than :func:`exponential_mechanism`
-    at the same ε (McKenna and Sheldon 2020, Thm 2), up to twice better; the tail bound of
+    at the same ε (McKenna and Sheldon 2020), up to twice better; the tail bound of
     :func:`exponential_mechanism_accuracy_bound` holds for it too. Exact law:
     :func:`permute_and_flip_probabilities`.
 

@@ -14,6 +14,9 @@ most 1, so every ``u_j`` moves by at most ``Δ = max(q, 1 - q)``. Releasing ``e_
 algorithm box literally (no normalisation, ``<=`` in the lower count) leaks up to ``ε/(1-q)``.
 Running time: O(n log n + m) for the law; sampling groups runs of empty bins (equal weights)
 and costs O(n log n) beyond building the edges.
+For experiments over many calibration sets, :func:`private_quantiles` draws one release per
+row of a score matrix, vectorised, with exactly the same per-row law (tested against
+:func:`private_quantile_distribution`); each row's release is ε-DP for that row.
 
 Level, gamma and bins (Algorithms 3 and 5) only use ``n``, ``alpha`` and ``epsilon``: they are
 data-independent and cost no privacy. When ``q̃ >= 1`` no informative release is possible and
@@ -35,7 +38,11 @@ from dpuq._validation import (
     check_positive_int,
     check_scores,
 )
-from dpuq.mechanisms.exponential import sample_log_weights
+from dpuq.mechanisms.exponential import (
+    _LINEAR_FLOOR,
+    _bernoulli_exp_neg,
+    sample_log_weights,
+)
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = [
@@ -49,6 +56,7 @@ __all__ = [
     "private_quantile",
     "private_quantile_distribution",
     "private_quantile_log_distribution",
+    "private_quantiles",
 ]
 
 #: Fallback gamma when the stationary point of q̃ is not in (0, 1) (SPEC A.4).
@@ -241,6 +249,149 @@ def _sample_bin(bins, counts, m: int, q: float, eps: float, rng: np.random.Gener
         return int(bins[k])
     g = k - bins.size
     return int(gap_start[g] + rng.integers(gap_len[g]))
+
+
+# ------------------------------------------------------- many releases at once (experiments)
+#: Rows per chunk in :func:`private_quantiles`, so that a chunk holds about 2**22 candidates.
+_BATCH_CANDIDATES = 1 << 22
+
+
+def _batched_candidate_log_weights(sorted_bins: np.ndarray, m: int, q: float, eps: float):
+    """:func:`_segment_log_weights` for many rows at once, padded to a fixed width.
+
+    ``sorted_bins`` is (S, n), each row the sorted 0-based bins of one calibration set. Every
+    row gets ``2n + 1`` candidates: position k is the bin ``sorted_bins[:, k]`` (kept only at
+    the first position of each run of equal bins, else ``-inf``), position ``n + k`` is the gap
+    of empty bins just below it (kept only at a run's first position and when not empty), and
+    position ``2n`` is the gap above the largest bin. Weights are exactly those of
+    :func:`_segment_log_weights`; padding candidates have weight 0 (log ``-inf``).
+
+    Returns the log-weights (S, 2n+1), the gap starts (S, n+1) and the gap lengths (S, n+1).
+    """
+    rows, n = sorted_bins.shape
+    b = sorted_bins
+    first = np.ones((rows, n), dtype=bool)
+    first[:, 1:] = b[:, 1:] != b[:, :-1]
+    last = np.ones((rows, n), dtype=bool)
+    last[:, :-1] = b[:, :-1] != b[:, 1:]
+    position = np.arange(n)
+    run_end = np.where(last, position, n)
+    run_end = np.minimum.accumulate(run_end[:, ::-1], axis=1)[:, ::-1]
+    below = np.broadcast_to(position, (rows, n)).astype(float)  # L at a run's first position
+    above = (n - 1 - run_end).astype(float)  # U: strictly above the run
+    scale = eps / (2.0 * max(q, 1.0 - q))
+    u_bin = np.maximum((1.0 - q) * below, q * above)
+    u_gap = np.maximum((1.0 - q) * below, q * (n - below))
+    previous = np.empty_like(b)
+    previous[:, 0] = -1
+    previous[:, 1:] = b[:, :-1]
+    gap_start = np.empty((rows, n + 1), dtype=np.int64)
+    gap_start[:, :n] = previous + 1
+    gap_start[:, n] = b[:, -1] + 1
+    gap_len = np.empty((rows, n + 1), dtype=np.int64)
+    gap_len[:, :n] = np.where(first, b - gap_start[:, :n], 0)
+    gap_len[:, n] = m - gap_start[:, n]
+    log_len = np.full(gap_len.shape, -np.inf)
+    np.log(gap_len, out=log_len, where=gap_len > 0)
+    log_w = np.empty((rows, 2 * n + 1))
+    log_w[:, :n] = np.where(first, -scale * u_bin, -np.inf)
+    log_w[:, n : 2 * n] = log_len[:, :n] - scale * u_gap
+    log_w[:, 2 * n] = log_len[:, n] - scale * (1.0 - q) * n
+    return log_w, gap_start, gap_len
+
+
+def _sample_rows(log_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw per row with probability ``∝ exp(log_w[r, j])``: :func:`sample_log_weights`
+    for every row at once, with the same exact tiny-mass branch.
+
+    Candidates within ``e^700`` of a row's largest weight are drawn by inverse CDF; the others
+    form the row's tiny group, chosen with probability exactly its share through the same
+    factorised Bernoulli(``exp(-a)``) as :func:`dpuq.mechanisms.exponential.sample_log_weights`
+    (a first step of at most 30 for all rows at once, the rest row by row: rows that pass the
+    first step have probability at most ``e^-30`` each) and then drawn within by that function.
+    """
+    rows = log_w.shape[0]
+    rel = log_w - log_w.max(axis=1, keepdims=True)
+    linear = rel > _LINEAR_FLOOR
+    w = np.exp(np.where(linear, rel, -np.inf))
+    tiny = ~linear & np.isfinite(rel)
+    out = np.empty(rows, dtype=np.int64)
+    cdf = np.cumsum(w, axis=1)
+    x = rng.random(rows) * cdf[:, -1]
+    j = np.count_nonzero(cdf <= x[:, None], axis=1)
+    overflow = j >= cdf.shape[1]
+    if overflow.any():  # u * total rounded up to the total: take the last candidate with weight
+        j[overflow] = w.shape[1] - 1 - np.argmax(w[overflow, ::-1] > 0, axis=1)
+    out[:] = j
+    has_tiny = np.flatnonzero(tiny.any(axis=1))
+    if has_tiny.size:
+        log_tiny = logsumexp(np.where(tiny[has_tiny], rel[has_tiny], -np.inf), axis=1)
+        log_total = np.logaddexp(np.log(w[has_tiny].sum(axis=1)), log_tiny)
+        a = log_total - log_tiny
+        step = np.minimum(a, 30.0)
+        passed = rng.random(has_tiny.size) < np.exp(-step)
+        for k in np.flatnonzero(passed):  # rare: probability <= e^-30 per row when a >= 30
+            r = has_tiny[k]
+            if _bernoulli_exp_neg(float(a[k] - step[k]), rng):
+                idx = np.flatnonzero(tiny[r])
+                out[r] = idx[sample_log_weights(rel[r, idx], rng)]
+    return out
+
+
+def private_quantiles(
+    scores, level: float, epsilon: float, n_bins: int, random_state: RandomState = None
+) -> np.ndarray:
+    """Independent draws of :func:`private_quantile`, one per row of ``scores`` (vectorised).
+
+    Row ``r`` is one calibration set; its draw has exactly the law of
+    ``private_quantile(scores[r], level, epsilon, n_bins)`` (the same run-grouped exact law and
+    tiny-mass branch), independently across rows. For experiments that simulate many
+    calibration sets (random splits) at once.
+
+    Privacy: each row's release is ε-DP with respect to that row's scores (replace-one with
+    ``n`` public), as for :func:`private_quantile`. Releases from rows that share people
+    compose: releasing several rows about the same people costs the sum of their ε.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_rows, n)
+        Each row: one calibration set's scores in [0, 1].
+    level, epsilon, n_bins, random_state :
+        As for :func:`private_quantile`.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+        One released threshold ``j/m`` per row (1.0 everywhere when ``level >= 1``).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> t = private_quantiles(rng.uniform(size=(3, 1000)), 0.9, 5.0, 100, random_state=0)
+    >>> t.shape, bool(np.all((0.85 < t) & (t < 0.95)))
+    ((3,), True)
+    """
+    s = check_scores(scores, ndim=2)
+    q = _check_level(level)
+    eps = check_epsilon(epsilon)
+    edges = bin_edges(n_bins)
+    rng = check_random_state(random_state)
+    rows, n = s.shape
+    if q >= 1.0:
+        return np.ones(rows)
+    out = np.empty(rows)
+    chunk = max(1, _BATCH_CANDIDATES // (2 * n + 1))
+    for start in range(0, rows, chunk):
+        sorted_bins = np.sort(bin_index(s[start : start + chunk], edges), axis=1)
+        log_w, gap_start, gap_len = _batched_candidate_log_weights(sorted_bins, edges.size, q, eps)
+        k = _sample_rows(log_w, rng)
+        r = np.arange(k.size)
+        j = sorted_bins[r, np.minimum(k, n - 1)]
+        in_gap = k >= n
+        g = k[in_gap] - n
+        j[in_gap] = gap_start[r[in_gap], g] + rng.integers(gap_len[r[in_gap], g])
+        out[start : start + chunk] = edges[j]
+    return out
 
 
 # ------------------------------------------------------ level, gamma, bins (public)

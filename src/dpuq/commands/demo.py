@@ -1,39 +1,89 @@
-"""``dpuq demo``: the main job on the embedded default data set."""
+"""``dpuq demo``: the main job (private model + private prediction sets + a report)."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "demo",
-        help="private prediction sets on sklearn's digits (the main job)",
-        description="Train a classifier on sklearn's digits, release the conformal threshold "
-        "with epsilon-DP from held-out calibration data, and report coverage, set size and the "
-        "privacy guarantee over many random calibration/test splits.",
+        help="private model + private prediction sets on sklearn's digits, with a report "
+        "(the main job)",
+        description="Train a small network three ways (SGD, DP-SGD, DP-SGLD at the same "
+        "(epsilon, delta)), calibrate each with the non-private and the epsilon-DP conformal "
+        "threshold on other people, evaluate over many random calibration/test splits, print "
+        "a table and write dpuq-report/ (figures and one self-contained HTML page).",
     )
+    p.add_argument(
+        "--data",
+        choices=["digits", "fashion-mnist"],
+        default="digits",
+        help="digits (embedded, default) or fashion-mnist (Debian package dataset-fashion-mnist)",
+    )
+    p.add_argument("--data-dir", default=None, help="folder with Fashion-MNIST's IDX .gz files")
+    p.add_argument("--probs", default=None, help="your model's probabilities (n, K) instead")
+    p.add_argument("--labels", default=None, help="true labels (n,) for --probs")
     p.add_argument("--epsilon", type=float, default=1.0, help="privacy of calibration (1.0)")
+    p.add_argument("--train-epsilon", type=float, default=3.0, help="privacy of training (3.0)")
+    p.add_argument("--train-delta", type=float, default=1e-5, help="δ of training (1e-5)")
     p.add_argument("--alpha", type=float, default=0.1, help="miscoverage level (0.1)")
-    p.add_argument("--n-calibration", type=int, default=500, help="calibration size (500)")
-    p.add_argument("--splits", type=int, default=100, help="random splits (100)")
+    p.add_argument("--n-calibration", type=int, default=None, help="calibration people")
+    p.add_argument("--n-test", type=int, default=None, help="test people")
+    p.add_argument("--splits", type=int, default=None, help="random splits (200; quick: 50)")
+    p.add_argument("--epochs", type=int, default=None, help="training epochs")
+    p.add_argument(
+        "--train-size", type=int, default=None, help="use only this many training people"
+    )
     p.add_argument(
         "--seed", type=int, default=None, help="seed for a reproducible run (default: OS entropy)"
     )
-    p.add_argument("--quick", action="store_true", help="fewer splits, for a smoke test")
+    p.add_argument("--out", default="dpuq-report", help="report folder (dpuq-report)")
+    p.add_argument("--no-report", action="store_true", help="print the table only")
+    p.add_argument("--quick", action="store_true", help="a smaller, faster run (under a minute)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from dpuq.experiments.demo import format_demo, run_demo
+def _command(args: argparse.Namespace) -> str:
+    skip = {"func", "command", "no_progress"}
+    parts = ["dpuq", "demo"]
+    for key, value in vars(args).items():
+        if key in skip or value is None or value is False:
+            continue
+        flag = f"--{key.replace('_', '-')}"
+        parts += [flag] if value is True else [flag, str(value)]
+    return shlex.join(parts)
 
-    splits = 20 if args.quick else args.splits
-    result = run_demo(
-        epsilon=args.epsilon,
+
+def run(args: argparse.Namespace) -> int:
+    from dpuq.experiments.demo import DemoConfig, format_demo, run_demo, write_report
+    from dpuq.experiments.output import check_output_dir
+
+    if not args.no_report:
+        check_output_dir(args.out)
+    splits = args.splits or (50 if args.quick else 200)
+    config = DemoConfig(
+        data="outputs" if args.probs or args.labels else args.data,
         alpha=args.alpha,
+        epsilon=args.epsilon,
+        train_epsilon=args.train_epsilon,
+        train_delta=args.train_delta,
         n_calibration=args.n_calibration,
+        n_test=args.n_test,
         n_splits=splits,
-        random_state=args.seed,
+        epochs=args.epochs,
+        train_size=args.train_size,
+        quick=args.quick,
+        seed=args.seed,
+        probs_path=args.probs,
+        labels_path=args.labels,
+        data_dir=args.data_dir,
     )
-    print(format_demo(result, args.alpha))
+    result = run_demo(config, show_progress=not args.no_progress)
+    print(format_demo(result))
+    if not args.no_report:
+        path = write_report(result, args.out, _command(args))
+        print(f"\nreport: {path} (open it in a browser); figures and summary.md beside it")
     return 0

@@ -1,135 +1,456 @@
-"""The short demo: private prediction sets for handwritten digits.
+"""The main job: a private model and private prediction sets, end to end, with a report.
 
-A logistic regression is trained on one part of ``sklearn``'s digits; the conformal threshold
-is released with ε-DP from a calibration part, and coverage and set sizes are measured on a
-test part, over many random calibration/test splits.
+Steps (``dpuq demo``):
+
+1. **Data.** sklearn's handwritten digits (embedded, the default), Fashion-MNIST (when the
+   Debian package ``dataset-fashion-mnist`` or a folder of its IDX files is present), or a
+   user's cached model outputs (``--probs``/``--labels``: no training then).
+2. **People.** One random split into *training* people and *held-out* people; the held-out
+   ones are split again, many times, into *calibration* and *test* people. Nobody is in two
+   roles within a split.
+3. **Models.** A small network trained three ways on the training people: plain SGD (not
+   private), DP-SGD and DP-SGLD at the same (ε, δ) (:mod:`dpuq.experiments.models`).
+4. **Calibration.** Each model's threshold from the calibration people: the non-private
+   split-conformal one and the ε-DP one (:func:`dpuq.calibrate`), on the same splits.
+5. **Evaluation.** On the test people of every split: coverage, set sizes, singletons
+   (vectorised over splits and people, :mod:`dpuq.experiments.evaluation`); accuracy and
+   calibration error (ECE) of each model.
+6. **Report.** A terminal table and ``dpuq-report/`` (PNG figures and one self-contained HTML
+   page), written to a temporary folder and renamed when complete.
+
+Privacy of the whole pipeline: training and calibration use disjoint people, so parallel
+composition applies (:func:`dpuq.report.compose_disjoint`): each person is protected by the
+guarantee of the one part their record is in, i.e. (max(ε_train, ε_cal), δ_train).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from dpuq._progress import progress
-from dpuq.conformal.calibration import PrivateCalibration, calibrate, split_conformal_threshold
-from dpuq.conformal.scores import lac_scores
-from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.quantile import auto_n_bins, optimal_gamma
+from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+from dpuq.experiments.common import Method, MethodResult, compare_methods, text_table
+from dpuq.experiments.evaluation import ScorePool, random_splits
+from dpuq.experiments.models import TrainedModel, train_three_ways
+from dpuq.mechanisms.randomness import check_random_state
+from dpuq.report import REPLACE_ONE_N_PUBLIC, PrivacyReport, compose_disjoint
 
-__all__ = ["DemoResult", "run_demo"]
+__all__ = ["DemoConfig", "DemoResult", "format_demo", "run_demo", "write_report"]
 
 
 @dataclass(frozen=True)
-class DemoResult:
-    """Summary of the demo."""
+class DemoConfig:
+    """Settings of :func:`run_demo` (the CLI's options)."""
 
+    data: str = "digits"  # "digits", "fashion-mnist" or "outputs"
+    alpha: float = 0.1
+    epsilon: float = 1.0  # calibration
+    train_epsilon: float = 3.0
+    train_delta: float = 1e-5
+    n_calibration: int | None = None  # default per data set
+    n_test: int | None = None
+    n_splits: int = 200
+    epochs: int | None = None
+    train_size: int | None = None
+    quick: bool = False
+    seed: int | None = None
+    probs_path: str | None = None
+    labels_path: str | None = None
+    data_dir: str | None = None
+
+
+@dataclass
+class DemoData:
+    x_train: np.ndarray | None
+    y_train: np.ndarray | None
+    x_pool: np.ndarray | None
+    y_pool: np.ndarray
+    classes: list[str]
+    name: str
+    images: bool
+    outputs: np.ndarray | None = None  # user's probabilities on the pool (no training)
+
+
+@dataclass
+class PipelineResult:
+    """One model with one calibration method."""
+
+    model: str
+    calibration: str
+    result: MethodResult
+    training_privacy: PrivacyReport | None
+    calibration_privacy: PrivacyReport | None
+    combined: PrivacyReport | None
+
+
+@dataclass
+class DemoResult:
+    config: DemoConfig
+    data_name: str
     n_train: int
     n_calibration: int
     n_test: int
-    n_splits: int
-    accuracy: float
-    private_coverage: np.ndarray  # per split
-    private_size: np.ndarray
-    baseline_coverage: np.ndarray
-    baseline_size: np.ndarray
-    example: PrivateCalibration
+    classes: list[str]
+    models: list[TrainedModel]
+    accuracy: dict[str, float]
+    ece: dict[str, float | None]
+    pipelines: list[PipelineResult]
+    notes: list[str]
+    elapsed_s: float
+    examples: list[dict] = field(default_factory=list)
+    pool_images: np.ndarray | None = None
+    pool_labels: np.ndarray | None = None
 
 
-def run_demo(
-    *,
-    epsilon: float = 1.0,
-    alpha: float = 0.1,
-    n_calibration: int = 500,
-    n_splits: int = 100,
-    random_state: RandomState = None,
-    show_progress: bool = True,
-) -> DemoResult:
-    """Run the digits demo and return its numbers."""
-    from sklearn.datasets import load_digits
-    from sklearn.linear_model import LogisticRegression
+# ---------------------------------------------------------------------------------- data
+def _load_data(config: DemoConfig, rng: np.random.Generator) -> DemoData:
+    if config.data == "outputs" or config.probs_path or config.labels_path:
+        from dpuq.experiments.reproduce_imagenet import load_outputs
 
-    rng = check_random_state(random_state)
-    X, y = load_digits(return_X_y=True)
-    X = X / 16.0
-    order = rng.permutation(len(y))
-    n_train = len(y) - 2 * n_calibration
-    if n_train < 100:
-        raise ValueError(f"n_calibration={n_calibration} leaves too few training points")
-    train, rest = order[:n_train], order[n_train:]
-    model = LogisticRegression(max_iter=2000, C=0.5).fit(X[train], y[train])
-    probs = model.predict_proba(X[rest])
-    labels = y[rest]
-    accuracy = float(np.mean(np.argmax(probs, axis=1) == labels))
-    cal_scores = lac_scores(probs, labels)
-    all_scores = lac_scores(probs)
-    n_bins, _ = auto_n_bins(n_calibration, alpha, epsilon)
-    gamma = optimal_gamma(n_calibration, alpha, epsilon, n_bins)
-    n_rest = len(rest)
-    idx = np.argsort(rng.random((n_splits, n_rest)), axis=1)
-    cal_idx, test_idx = idx[:, :n_calibration], idx[:, n_calibration:]
-    test_scores = all_scores[test_idx]  # (splits, n_test, K)
-    test_labels = labels[test_idx]
-    thresholds = np.empty(n_splits)
-    baseline = np.empty(n_splits)
-    example = None
-    for k in progress(range(n_splits), "calibration splits", disable=not show_progress):
-        cal = calibrate(
-            cal_scores[cal_idx[k]],
-            alpha=alpha,
-            epsilon=epsilon,
-            n_bins=n_bins,
-            gamma=gamma,
-            random_state=rng,
+        probs, labels, source = load_outputs(
+            probs_path=config.probs_path, labels_path=config.labels_path
         )
-        example = example or cal
-        thresholds[k] = cal.threshold
-        baseline[k] = split_conformal_threshold(cal_scores[cal_idx[k]], alpha)
+        classes = [str(k) for k in range(probs.shape[1])]
+        return DemoData(None, None, None, labels, classes, source, False, outputs=probs)
+    if config.data == "digits":
+        from sklearn.datasets import load_digits
 
-    def evaluate(t: np.ndarray):
-        sets = test_scores <= t[:, None, None]
-        hit = np.take_along_axis(sets, test_labels[..., None], axis=2)[..., 0]
-        return hit.mean(axis=1), sets.sum(axis=2).mean(axis=1)
+        bunch = load_digits()
+        x = bunch.images / 16.0
+        y = bunch.target.astype(np.int64)
+        classes = [str(k) for k in range(10)]
+        name = "sklearn handwritten digits (1797 images, 8×8 pixels, 10 classes)"
+    elif config.data == "fashion-mnist":
+        x, y, classes, name = _load_fashion_mnist(config)
+    else:
+        raise ValueError(f"--data must be digits or fashion-mnist, got {config.data!r}")
+    n_cal, n_test = _sizes(config, y.size)
+    order = rng.permutation(y.size)
+    n_pool = n_cal + n_test
+    train, pool = order[:-n_pool], order[-n_pool:]
+    if config.train_size is not None:
+        train = train[: check_positive_int(config.train_size, "train_size", minimum=10)]
+    return DemoData(x[train], y[train], x[pool], y[pool], classes, name, True)
 
-    pc, ps = evaluate(thresholds)
-    bc, bs = evaluate(baseline)
-    return DemoResult(
-        n_train=n_train,
-        n_calibration=n_calibration,
-        n_test=n_rest - n_calibration,
-        n_splits=n_splits,
-        accuracy=accuracy,
-        private_coverage=pc,
-        private_size=ps,
-        baseline_coverage=bc,
-        baseline_size=bs,
-        example=example,
+
+def _load_fashion_mnist(config: DemoConfig):
+    try:
+        from dpuq.data import load_fashion_mnist
+    except ImportError:
+        raise ImportError(
+            "Fashion-MNIST needs dpuq.data (not in this version); use --data digits"
+        ) from None
+    data = load_fashion_mnist(config.data_dir) if config.data_dir else load_fashion_mnist()
+    x = np.concatenate([data.x_train, data.x_test]).astype(np.float32) / 255.0
+    y = np.concatenate([data.y_train, data.y_test]).astype(np.int64)
+    return x, y, list(data.classes), "Fashion-MNIST (70,000 images, 28×28 pixels, 10 classes)"
+
+
+def _sizes(config: DemoConfig, n_total: int) -> tuple[int, int]:
+    if config.data == "digits" or n_total < 5000:
+        n_cal, n_test = 500, 500
+    else:
+        n_cal, n_test = 2000, 2000
+    n_cal = config.n_calibration or n_cal
+    n_test = config.n_test or n_test
+    if n_cal + n_test >= n_total - 50:
+        raise ValueError(
+            f"n_calibration + n_test = {n_cal + n_test} leaves too few of the {n_total} "
+            "people for training"
+        )
+    return n_cal, n_test
+
+
+# ------------------------------------------------------------------------------ metrics
+def _ece(probs: np.ndarray, labels: np.ndarray) -> float | None:
+    try:
+        from dpuq.metrics.calibration import expected_calibration_error
+    except ImportError:
+        return None
+    return float(expected_calibration_error(probs, labels))
+
+
+def _calibration_report(n: int, epsilon: float, level: float | None, m) -> PrivacyReport:
+    return PrivacyReport(
+        mechanism="private split-conformal threshold (exponential mechanism over binned "
+        "quantiles, Angelopoulos et al. 2022, Algorithm 3)",
+        epsilon=epsilon,
+        delta=0.0,
+        neighbouring=REPLACE_ONE_N_PUBLIC,
+        sensitivity="max(q̃, 1 - q̃) on the binned-quantile utility",
+        details={"n": n, "level (q̃)": level, "n_bins": m},
     )
 
 
-def format_demo(result: DemoResult, alpha: float) -> str:
-    """A terminal summary of :func:`run_demo`."""
+def _combined(train: PrivacyReport | None, cal: PrivacyReport | None) -> PrivacyReport | None:
+    if train is None:
+        return None  # a non-private part: the pipeline has no finite guarantee
+    if cal is None:
+        return None
+    return compose_disjoint(
+        [train, cal], "private training, then private calibration on other people"
+    )
 
-    def row(name, cov, size):
-        lo, hi = np.percentile(cov, [5, 95])
-        return f"{name:<28}{cov.mean():>9.3f}  [{lo:.3f}, {hi:.3f}]{size.mean():>11.2f}"
 
-    lines = [
-        "dpuq demo: private prediction sets on sklearn digits (10 classes)",
-        f"model: logistic regression, trained on {result.n_train} images, "
-        f"test accuracy {result.accuracy:.3f}",
-        f"calibration n = {result.n_calibration}, test n = {result.n_test}, "
-        f"{result.n_splits} random calibration/test splits, target coverage {1 - alpha:.2f}",
-        "",
-        f"{'calibration':<28}{'coverage':>9}  {'5%-95%':<16}{'mean size':>11}",
-        row("split conformal (not private)", result.baseline_coverage, result.baseline_size),
-        row(
-            f"private (ε = {result.example.epsilon:g})",
-            result.private_coverage,
-            result.private_size,
-        ),
-        "",
-        "privacy report of one release:",
-        str(result.example.privacy_report),
+# -------------------------------------------------------------------------------- demo
+def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
+    """Run the whole demo (module docstring) and return its numbers (no files written)."""
+    start = time.perf_counter()
+    alpha = check_alpha(config.alpha)
+    eps_cal = check_epsilon(config.epsilon)
+    check_epsilon(config.train_epsilon, "train_epsilon")
+    if not 0.0 < float(config.train_delta) < 1.0:
+        raise ValueError(f"train_delta must be in (0, 1), got {config.train_delta!r}")
+    check_positive_int(config.n_splits, "n_splits", minimum=2)
+    seed = config.seed if config.seed is not None else int(np.random.default_rng().integers(2**31))
+    rng = check_random_state(seed)
+    notes: list[str] = []
+    data = _load_data(config, rng)
+    if data.outputs is not None:
+        n_cal, n_test = config.n_calibration or data.y_pool.size // 2, None
+        models = [TrainedModel("your model", data.outputs, None, {"source": data.name})]
+        n_train = 0
+        n_test = data.y_pool.size - n_cal
+    else:
+        n_cal, n_test = _sizes(config, data.y_train.size + data.y_pool.size)
+        n_train = int(data.y_train.size)
+        epochs = config.epochs
+        models = train_three_ways(
+            data.x_train,
+            data.y_train,
+            data.x_pool,
+            n_classes=len(data.classes),
+            epsilon=config.train_epsilon,
+            delta=config.train_delta,
+            epochs=epochs,
+            seed=seed,
+            show_progress=show_progress,
+            quick=config.quick,
+        )
+        for m in models:
+            if m.info.get("note"):
+                notes.append(m.info["note"])
+    labels = data.y_pool
+    splits = random_splits(labels.size, n_cal, n_test, config.n_splits, rng)
+    methods = [
+        Method("non-private threshold"),
+        Method(f"private threshold (ε = {eps_cal:g})", eps_cal),
     ]
+    accuracy, ece, pipelines = {}, {}, []
+    for model in progress(models, "calibrating each model", disable=not show_progress):
+        accuracy[model.name] = float(np.mean(model.probs.argmax(axis=1) == labels))
+        ece[model.name] = _ece(model.probs, labels)
+        pool = ScorePool.from_probs(model.probs, labels)
+        results = compare_methods(
+            pool,
+            methods,
+            alpha=alpha,
+            n_calibration=n_cal,
+            n_test=n_test,
+            n_splits=config.n_splits,
+            random_state=rng,
+            show_progress=False,
+            splits=splits,
+        )
+        for method, res in zip(methods, results, strict=True):
+            cal_report = (
+                None
+                if method.epsilon is None
+                else _calibration_report(
+                    n_cal, eps_cal, res.settings["level"], res.settings["n_bins"]
+                )
+            )
+            pipelines.append(
+                PipelineResult(
+                    model.name,
+                    method.label,
+                    res,
+                    model.privacy,
+                    cal_report,
+                    _combined(model.privacy, cal_report),
+                )
+            )
+    result = DemoResult(
+        config=config,
+        data_name=data.name,
+        n_train=n_train,
+        n_calibration=n_cal,
+        n_test=int(n_test),
+        classes=data.classes,
+        models=models,
+        accuracy=accuracy,
+        ece=ece,
+        pipelines=pipelines,
+        notes=notes,
+        elapsed_s=0.0,
+        pool_images=data.x_pool if data.images else None,
+        pool_labels=labels,
+    )
+    result.examples = _pick_examples(result, splits, rng)
+    result.elapsed_s = time.perf_counter() - start
+    return result
+
+
+def _pick_examples(result: DemoResult, splits, rng, n: int = 8) -> list[dict]:
+    """Test people of the first split with each model's private set (most likely first).
+
+    Chosen to show the range honestly: confident singletons, larger sets, and (when there is
+    one) a set that misses the true label.
+    """
+    test = splits[1][0]
+    private = [p for p in result.pipelines if p.calibration.startswith("private")]
+    by_model = {m.name: m for m in result.models}
+    sets = {}
+    for p in private:
+        probs = by_model[p.model].probs[test]
+        t = p.result.metrics.thresholds[0]
+        sets[p.model] = (1.0 - probs) <= t
+    first = sets[private[-1].model]
+    y = result.pool_labels[test]
+    size = first.sum(axis=1)
+    hit = first[np.arange(test.size), y]
+    groups = [
+        np.flatnonzero((size == 1) & hit),
+        np.flatnonzero(size >= 2),
+        np.flatnonzero(~hit),
+    ]
+    quota = [n - 3, 2, 1]
+    chosen = []
+    for g, q in zip(groups, quota, strict=True):
+        if g.size:
+            chosen += rng.choice(g, size=min(q, g.size), replace=False).tolist()
+    rest = np.setdiff1d(np.arange(test.size), chosen)
+    if len(chosen) < n and rest.size:
+        chosen += rng.choice(rest, size=min(n - len(chosen), rest.size), replace=False).tolist()
+    examples = []
+    for i in chosen:
+        person = int(test[i])
+        row = {"index": person, "truth": result.classes[int(y[i])], "sets": []}
+        for p in private:
+            probs = by_model[p.model].probs[person]
+            order = np.argsort(-probs)
+            members = [result.classes[k] for k in order if sets[p.model][i, k]]
+            row["sets"].append((p.model, members))
+        examples.append(row)
+    return examples
+
+
+# ------------------------------------------------------------------------------ output
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _privacy_cell(p: PipelineResult) -> str:
+    train = (
+        "∞ (not private)"
+        if p.training_privacy is None
+        else f"({p.training_privacy.epsilon:.3g}, {p.training_privacy.delta:.0e})"
+    )
+    cal = "∞" if p.calibration_privacy is None else f"{p.calibration_privacy.epsilon:g}"
+    total = (
+        "∞ (not private)"
+        if p.combined is None
+        else f"({p.combined.epsilon:.3g}, {p.combined.delta:.0e})"
+    )
+    return train, cal, total
+
+
+TABLE_HEADER = [
+    "model",
+    "calibration",
+    "accuracy",
+    "ECE",
+    "coverage mean [5%, 95%]",
+    "mean set size",
+    "singletons",
+    "training (ε, δ)",
+    "calibration ε",
+    "whole pipeline (ε, δ)",
+]
+
+
+def table_rows(result: DemoResult) -> list[list[str]]:
+    rows = []
+    for p in result.pipelines:
+        s = p.result.metrics.summary()
+        train, cal, total = _privacy_cell(p)
+        rows.append(
+            [
+                p.model,
+                p.calibration,
+                _fmt(result.accuracy[p.model]),
+                _fmt(result.ece[p.model], 4),
+                f"{s['coverage_mean']:.3f} [{s['coverage_p5']:.3f}, {s['coverage_p95']:.3f}]",
+                f"{s['size_mean']:.2f}",
+                f"{s['singleton_share']:.2f}",
+                train,
+                cal,
+                total,
+            ]
+        )
+    return rows
+
+
+def privacy_text(result: DemoResult) -> list[str]:
+    """Plain-language privacy statements for the terminal and the report."""
+    c = result.config
+    lines = []
+    private_models = [m for m in result.models if m.privacy is not None]
+    if private_models:
+        p = private_models[0].privacy
+        lines.append(
+            f"Training: DP-SGD and DP-SGLD are ({p.epsilon:.3g}, {p.delta:.0e})-differentially "
+            f"private for the {result.n_train} training people (target "
+            f"({c.train_epsilon:g}, {c.train_delta:.0e}); accountant: {p.mechanism})."
+        )
+    lines.append(
+        f"Calibration: the private threshold is ε = {c.epsilon:g}-differentially private "
+        f"(pure, δ = 0) for the {result.n_calibration} calibration people "
+        "(neighbouring data sets: one person's record replaced by another's, n public)."
+    )
+    if private_models:
+        p = private_models[0].privacy
+        lines.append(
+            "Whole pipeline: every person's record is used either to train the model or to "
+            "calibrate it, never both, so parallel composition applies: each person is "
+            "protected by the guarantee of the one part their record is in, "
+            f"(max(ε_train, ε_cal), δ_train) = ({max(p.epsilon, c.epsilon):.3g}, {p.delta:.0e}). "
+            "(Had the same people been used for both, basic sequential composition would give "
+            f"({p.epsilon + c.epsilon:.3g}, {p.delta:.0e}).)"
+        )
+    lines.append(
+        "A non-private model or threshold gives its people no guarantee (ε = ∞), whatever "
+        "the other part does. The test people are only used to measure; in use they are "
+        "new patients whose data are not released. The demo repeats the calibration on "
+        f"{c.n_splits} random splits to measure its behaviour: a deployment releases one."
+    )
+    return lines
+
+
+def format_demo(result: DemoResult) -> str:
+    """The terminal summary."""
+    c = result.config
+    lines = [
+        f"dpuq demo: {result.data_name}",
+        f"{result.n_train} training, {result.n_calibration} calibration and {result.n_test} "
+        f"test people; {c.n_splits} random calibration/test splits; target coverage "
+        f"{1 - c.alpha:.2f} (α = {c.alpha:g})",
+        "",
+        text_table(TABLE_HEADER, table_rows(result)),
+        "",
+        "Privacy:",
+        *(f"- {t}" for t in privacy_text(result)),
+    ]
+    lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)
+
+
+def write_report(result: DemoResult, out: str | Path, command: str = "dpuq demo") -> Path:
+    """Figures and the HTML report into ``out`` (atomically); returns the report's path."""
+    from dpuq.experiments import demo_report
+
+    return demo_report.write(result, out, command)

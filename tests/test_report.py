@@ -1,0 +1,135 @@
+"""The HTML report: self-contained, escaped, and it opens in a real (headless) browser."""
+
+import base64
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+from dpuq.experiments.output import MARKER, atomic_output_dir, check_output_dir
+from dpuq.experiments.plots import coverage_size_histograms
+from dpuq.experiments.report_html import Example, ReportPage, figure_png, image_png, render_page
+
+
+class _Collect(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images, self.tags, self.text = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag == "img":
+            self.images.append(dict(attrs)["src"])
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.fixture
+def page_html():
+    rng = np.random.default_rng(0)
+    fig = coverage_size_histograms(
+        [("a", rng.uniform(0.85, 0.95, 50), rng.uniform(1, 2, 50))], 0.1, "histograms"
+    )
+    page = ReportPage(
+        title="Report <script>alert(1)</script>",
+        intro=["Sets & lists: 90 % of cases"],
+        privacy=["ε = 1"],
+        table_header=["model", "coverage"],
+        table_rows=[["<b>m</b>", "0.90"]],
+        figures=[("Coverage", figure_png(fig), "caption")],
+        examples=[Example(image_png(rng.uniform(size=(8, 8))), "3", [("DP-SGD", ["3", "8"])]),
+                  Example(image_png(rng.uniform(size=(8, 8))), "5", [("DP-SGD", ["6"])])],
+        examples_intro="examples",
+        caveats=["average over cases"],
+        details=[("report", "a < b")],
+    )  # fmt: skip
+    return render_page(page)
+
+
+def test_every_image_is_an_embedded_png(page_html):
+    parser = _Collect()
+    parser.feed(page_html)
+    assert len(parser.images) == 3
+    for src in parser.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not re.search(r"(src|href)=\"(?!data:)", page_html)  # nothing fetched from outside
+
+
+def test_text_is_escaped(page_html):
+    assert "<script>" not in page_html and "&lt;script&gt;" in page_html
+    assert "<b>m</b>" not in page_html
+    parser = _Collect()
+    parser.feed(page_html)
+    assert "script" not in parser.tags
+
+
+def test_a_set_that_misses_the_truth_is_marked(page_html):
+    assert page_html.count("misses the true label") == 1
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no headless Chromium installed")
+def test_opens_in_a_headless_browser_without_errors(page_html, tmp_path):
+    """Chromium loads the page; a probe script (added to a copy only) counts decoded images."""
+    probe = (
+        "<script>window.addEventListener('load',()=>{const i=[...document.images];"
+        "document.title='LOADED '+i.filter(x=>x.complete&&x.naturalWidth>0).length+'/'+i.length"
+        "});</script></body>"
+    )
+    path = tmp_path / "report.html"
+    path.write_text(page_html.replace("</body>", probe), encoding="utf-8")
+    proc = subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+         "--v=0", "--virtual-time-budget=5000", "--dump-dom", path.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "<title>LOADED 3/3</title>" in proc.stdout
+    console_errors = [
+        line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line
+    ]
+    assert console_errors == []
+
+
+class TestOutputFolder:
+    def test_replaces_its_own_output_only(self, tmp_path):
+        out = tmp_path / "out"
+        with atomic_output_dir(out) as tmp:
+            (tmp / "a.txt").write_text("1")
+        with atomic_output_dir(out) as tmp:
+            (tmp / "b.txt").write_text("2")
+        assert sorted(p.name for p in out.iterdir()) == [MARKER, "b.txt"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+    def test_error_inside_leaves_previous_output(self, tmp_path):
+        out = tmp_path / "out"
+        with atomic_output_dir(out) as tmp:
+            (tmp / "a.txt").write_text("1")
+        with pytest.raises(RuntimeError), atomic_output_dir(out) as tmp:
+            (tmp / "half.txt").write_text("x")
+            raise RuntimeError("boom")
+        assert (out / "a.txt").read_text() == "1" and not (out / "half.txt").exists()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+    def test_refuses_foreign_folders_and_files(self, tmp_path):
+        (tmp_path / "mine").mkdir()
+        (tmp_path / "mine" / "x").write_text("keep")
+        with pytest.raises(ValueError, match="not written by dpuq"):
+            check_output_dir(tmp_path / "mine")
+        (tmp_path / "f").write_text("file")
+        with pytest.raises(ValueError, match="not a folder"):
+            check_output_dir(tmp_path / "f")
+        (tmp_path / "empty").mkdir()
+        assert check_output_dir(tmp_path / "empty") == tmp_path / "empty"

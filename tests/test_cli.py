@@ -140,6 +140,28 @@ class TestCalibrate:
         lib = dpuq.calibrate(raw["scores"], alpha=0.1, epsilon=1.0, random_state=5)
         assert code == 0 and json.loads(out.read_text())["threshold"] == lib.threshold
 
+    def test_pandas_style_csv_files_read_as_written(self, data, capsys):
+        """to_csv(index=False) heads columns 0..K-1; to_csv() adds an index column."""
+        tmp, _, raw = data
+        probs, k = raw["probs"], raw["probs"].shape[1]
+        rows = [",".join(repr(float(v)) for v in row) for row in probs]
+        names = ",".join(str(j) for j in range(k))
+        (tmp / "no_index.csv").write_text(names + "\n" + "\n".join(rows) + "\n")
+        indexed = [f"{i},{row}" for i, row in enumerate(rows)]
+        (tmp / "index.csv").write_text("," + names + "\n" + "\n".join(indexed) + "\n")
+        labels = "\n".join(f"{i},{v}" for i, v in enumerate(raw["labels"]))
+        (tmp / "labels_index.csv").write_text(",0\n" + labels + "\n")
+        args = ["--alpha", 0.1, "--epsilon", 1, "--seed", 2, "--force"]
+        lib = dpuq.calibrate(
+            dpuq.lac_scores(probs, raw["labels"]), alpha=0.1, epsilon=1.0, random_state=2
+        )
+        for probs_file in ("no_index.csv", "index.csv"):
+            out = tmp / "c.json"
+            code, _, err = run_cli(capsys, "calibrate", "--probs", tmp / probs_file, "--labels",
+                                   tmp / "labels_index.csv", *args, "-o", out)  # fmt: skip
+            assert code == 0, err
+            assert json.loads(out.read_text())["threshold"] == lib.threshold
+
     def test_explicit_bins(self, data, capsys):
         tmp, p, _ = data
         out = tmp / "c.json"

@@ -4,7 +4,9 @@ Formats, chosen by the file's suffix:
 
 - ``.npy``: a NumPy array (never pickled objects);
 - ``.csv``, ``.tsv``, ``.txt``: numbers separated by commas, tabs or spaces, one row per
-  sample, with an optional header line (detected when the first line is not all numbers);
+  sample, with an optional header line: a first line that is not all numbers, or pandas'
+  default names ``0,1,...,K-1`` above rows of decimals; a first header cell that is empty
+  (pandas' ``to_csv()`` with its index) marks an index column, which is dropped;
 - ``.parquet``: every column must be numeric (needs ``pyarrow``: ``pip install pyarrow``).
 
 Every problem is a :class:`ValueError` (or :class:`ImportError` for a missing optional reader)
@@ -119,6 +121,14 @@ def _is_number(token: str) -> bool:
     return True
 
 
+def _is_default_column_names(tokens: list[str], second: str, delimiter) -> bool:
+    """A header ``0,1,...,K-1`` (pandas' names for unnamed columns) above rows of decimals."""
+    if len(tokens) < 2 or tokens != [str(k) for k in range(len(tokens))]:
+        return False
+    row = [t.strip() for t in second.split(delimiter)]
+    return any(c in t for t in row for c in ".eE")
+
+
 def _read_text(p: Path, label: str) -> np.ndarray:
     try:
         with open(p, encoding="utf-8") as fh:
@@ -131,11 +141,20 @@ def _read_text(p: Path, label: str) -> np.ndarray:
     sample = first + second
     delimiter = "," if "," in sample else ("\t" if "\t" in sample else None)
     tokens = [t.strip() for t in (first.split(delimiter) if delimiter else first.split())]
-    skip = 0 if all(_is_number(t) for t in tokens if t) else 1
+    usecols = None
+    if delimiter is not None and len(tokens) > 1 and tokens[0] == "":
+        # pandas' to_csv() with its index: an empty first header cell, the index first
+        skip, usecols = 1, range(1, len(tokens))
+    elif _is_default_column_names(tokens, second, delimiter):
+        skip = 1
+    else:
+        skip = 0 if all(_is_number(t) for t in tokens) else 1
     if skip and not second.strip():
         raise ValueError(f"{label}: only a header line, no data")
     try:
-        arr = np.loadtxt(p, delimiter=delimiter, skiprows=skip, dtype=float, ndmin=1)
+        arr = np.loadtxt(
+            p, delimiter=delimiter, skiprows=skip, usecols=usecols, dtype=float, ndmin=1
+        )
     except ValueError as exc:
         raise ValueError(f"{label}: {_one_line(exc)}") from None
     if arr.ndim == 2 and arr.shape[1] == 1:

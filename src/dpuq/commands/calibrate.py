@@ -14,6 +14,8 @@ CALIBRATION_FORMAT = "dpuq-calibration"
 CALIBRATION_FORMAT_VERSION = 1
 CLASSIFICATION_SCORES = ("lac", "aps", "raps")
 REGRESSION_SCORES = ("absolute", "cqr")
+#: Largest --bins accepted: the edges array of 10^7 bins takes 80 MB (auto never goes beyond).
+MAX_BINS = 10_000_000
 
 DESCRIPTION = """\
 Release a conformal threshold with epsilon-differential privacy from held-out calibration
@@ -60,8 +62,10 @@ def bins_arg(text: str) -> str | int:
         raise argparse.ArgumentTypeError(
             f"must be 'auto' or an integer >= 2, got {text!r}"
         ) from None
-    if m < 2:
-        raise argparse.ArgumentTypeError(f"must be 'auto' or an integer >= 2, got {text!r}")
+    if not 2 <= m <= MAX_BINS:
+        raise argparse.ArgumentTypeError(
+            f"must be 'auto' or an integer from 2 to {MAX_BINS:,}, got {text!r}"
+        )
     return m
 
 

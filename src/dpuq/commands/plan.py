@@ -100,6 +100,10 @@ def _split_conformal_level(n: int, alpha: float) -> float:
     return math.inf if k > n else k / (n + 1)
 
 
+def _signed(x: float) -> str:
+    return f"{x:+.4f}" if abs(x) >= 1e-3 or x == 0 else f"{x:+.2e}"
+
+
 def _needs(n: int, alpha: float, epsilon: float, bins) -> str:
     from dpuq.quantile import min_calibration_size, min_epsilon
 
@@ -134,7 +138,7 @@ def _single(n: int, alpha: float, epsilon: float, bins) -> str:
         if math.isfinite(baseline):
             lines.append(
                 f"  expected threshold  {expected:.4f} on uniform scores vs {baseline:.4f} "
-                f"non-private: inflation {expected - baseline:+.4f}"
+                f"non-private: inflation {_signed(expected - baseline)}"
             )
             lines.append(
                 f"                      (private sets about as large as non-private ones at "

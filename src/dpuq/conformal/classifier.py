@@ -6,17 +6,18 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._validation import NotFittedError, check_alpha, check_epsilon, check_probabilities
+from dpuq._validation import check_epsilon, check_probabilities
+from dpuq.conformal._base import _PrivateConformalBase
 from dpuq.conformal.calibration import PrivateCalibration, calibrate
 from dpuq.conformal.scores import score_function
 from dpuq.conformal.sets import prediction_sets
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
 
 __all__ = ["PrivateConformalClassifier"]
 
 
-class PrivateConformalClassifier:
+class PrivateConformalClassifier(_PrivateConformalBase):
     """Split-conformal prediction sets whose threshold is released with ε-DP.
 
     Wraps any fitted classifier with ``predict_proba`` (or a plain callable returning class
@@ -66,6 +67,8 @@ class PrivateConformalClassifier:
     (197, 10)
     """
 
+    _predict_verb = "predict_set"
+
     def __init__(
         self,
         estimator: Any,
@@ -88,19 +91,6 @@ class PrivateConformalClassifier:
         self.random_state = random_state
 
     # ------------------------------------------------------------------ helpers
-    def _alpha(self) -> float:
-        cl = self.confidence_level
-        if isinstance(cl, bool) or not isinstance(cl, int | float | np.floating):
-            raise TypeError(f"confidence_level must be a number, got {cl!r}")
-        if not 0.5 <= float(cl) < 1.0:
-            raise ValueError(f"confidence_level must be in [0.5, 1), got {cl!r}")
-        return check_alpha(1.0 - float(cl), "1 - confidence_level")
-
-    def _rng(self) -> np.random.Generator:
-        if not hasattr(self, "_rng_"):
-            self._rng_ = check_random_state(self.random_state)
-        return self._rng_
-
     def _proba(self, X) -> np.ndarray:
         est = self.estimator
         if hasattr(est, "predict_proba"):
@@ -182,13 +172,6 @@ class PrivateConformalClassifier:
         self.n_calibration_ = self.calibration_.n
         return self
 
-    def _check_conformalized(self) -> None:
-        if not hasattr(self, "threshold_"):
-            raise NotFittedError(
-                "this PrivateConformalClassifier is not conformalized yet: call "
-                "conformalize(X_cal, y_cal) before predict_set"
-            )
-
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities of the wrapped estimator."""
         return self._proba(X)
@@ -204,8 +187,3 @@ class PrivateConformalClassifier:
         """Boolean prediction sets of shape (n, n_classes), columns in ``classes_`` order."""
         self._check_conformalized()
         return prediction_sets(self._score_matrix(self._proba(X)), self.threshold_)
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_rng_", None)  # generator state is not a released value
-        return state

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._validation import NotFittedError, check_alpha, check_array_1d, check_epsilon
+from dpuq._validation import check_array_1d, check_epsilon
+from dpuq.conformal._base import _PrivateConformalBase
 from dpuq.conformal.calibration import PrivateCalibration, calibrate
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
@@ -17,7 +18,7 @@ from dpuq.conformal.regression_scores import (
     cqr_intervals,
     cqr_scores,
 )
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
 
 __all__ = ["PrivateConformalRegressor"]
@@ -25,7 +26,7 @@ __all__ = ["PrivateConformalRegressor"]
 _SCORES = ("absolute", "cqr")
 
 
-class PrivateConformalRegressor:
+class PrivateConformalRegressor(_PrivateConformalBase):
     """Split-conformal prediction intervals whose threshold is released with ε-DP.
 
     Wraps a fitted regressor. ``conformalize`` turns held-out calibration data into scores in
@@ -92,6 +93,8 @@ class PrivateConformalRegressor:
     (42, 2)
     """
 
+    _predict_verb = "predict_interval"
+
     def __init__(
         self,
         estimator: Any,
@@ -114,14 +117,6 @@ class PrivateConformalRegressor:
         self.random_state = random_state
 
     # ------------------------------------------------------------------ helpers
-    def _alpha(self) -> float:
-        cl = self.confidence_level
-        if isinstance(cl, bool) or not isinstance(cl, int | float | np.floating):
-            raise TypeError(f"confidence_level must be a number, got {cl!r}")
-        if not 0.5 <= float(cl) < 1.0:
-            raise ValueError(f"confidence_level must be in [0.5, 1), got {cl!r}")
-        return check_alpha(1.0 - float(cl), "1 - confidence_level")
-
     def _check_score(self) -> str:
         if self.score not in _SCORES:
             raise ValueError(f"score must be one of {list(_SCORES)}, got {self.score!r}")
@@ -130,11 +125,6 @@ class PrivateConformalRegressor:
     def _check_params(self) -> tuple[float, float, float]:
         self._check_score()
         return check_epsilon(self.epsilon), self._alpha(), check_bound(self.bound)
-
-    def _rng(self) -> np.random.Generator:
-        if not hasattr(self, "_rng_"):
-            self._rng_ = check_random_state(self.random_state)
-        return self._rng_
 
     @staticmethod
     def _call(est, X) -> np.ndarray:
@@ -211,13 +201,6 @@ class PrivateConformalRegressor:
         self.score_ = self.score
         return self
 
-    def _check_conformalized(self) -> None:
-        if not hasattr(self, "threshold_"):
-            raise NotFittedError(
-                "this PrivateConformalRegressor is not conformalized yet: call "
-                "conformalize(X_cal, y_cal) before predict_interval"
-            )
-
     def predict(self, X) -> np.ndarray:
         """Point predictions: ``μ̂(x)``, or for CQR the midpoint of the quantile band."""
         self._check_score()
@@ -234,8 +217,3 @@ class PrivateConformalRegressor:
         if self.score_ == "absolute":
             return absolute_residual_intervals(self._point(X), self.threshold_, bound=self.bound_)
         return cqr_intervals(self._quantiles(X), self.threshold_, bound=self.bound_)
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_rng_", None)  # generator state is not a released value
-        return state

@@ -5,23 +5,11 @@ Run: ``./run.sh bench`` or ``.venv/bin/python benchmarks/bench_private_erm.py``.
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
+from _timing import median_time
 
 import dpuq
 from dpuq.learning import DecisionStumps, Intervals
-
-
-def median_time(fn, repeats: int = 7) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Timing helper shared by the benchmark scripts (run them as scripts: this folder is on sys.path)."""
+"""Timing helper shared by the benchmark scripts (run as scripts: this folder is on sys.path)."""
 
 from __future__ import annotations
 

@@ -65,18 +65,45 @@ def _size_shares(result):
     return fig
 
 
+def _reliability_panel(ax, probs, labels) -> None:
+    """Accuracy against confidence per bin (dpuq.metrics.calibration.reliability_curve)."""
+    from dpuq.metrics.calibration import expected_calibration_error, reliability_curve
+
+    curve = reliability_curve(probs, labels)
+    edges = curve.bin_edges
+    ok = curve.counts > 0
+    ax.bar(
+        edges[:-1][ok],
+        curve.accuracy[ok],
+        width=np.diff(edges)[ok],
+        align="edge",
+        color=COLOURS[0],
+        edgecolor="white",
+        label="observed accuracy",
+    )
+    ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence of the top answer")
+    ax.set_ylabel("accuracy")
+    ece = expected_calibration_error(probs, labels)
+    ax.text(0.04, 0.9, f"ECE = {ece:.3f}", transform=ax.transAxes)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
 def _reliability(result):
-    """Reliability diagrams of the models (dpuq.metrics.calibration), or None."""
+    """Reliability diagrams of the models, or None without dpuq.metrics.calibration."""
     try:
-        from dpuq.metrics.calibration import plot_reliability_diagram
+        import dpuq.metrics.calibration  # noqa: F401
     except ImportError:
         return None
-    fig = new_figure(3.8 * len(result.models), 3.8)
+    fig = new_figure(3.8 * len(result.models), 3.9)
     axes = np.atleast_1d(fig.subplots(1, len(result.models)))
     for ax, model in zip(axes, result.models, strict=True):
-        plot_reliability_diagram(model.probs, result.pool_labels, ax=ax)
-        ax.set_title(model.name)
-    fig.suptitle("Reliability: does a stated confidence of 80 % mean right 80 % of the time?")
+        _reliability_panel(ax, model.probs, result.pool_labels)
+        ax.set_title(model.name, fontsize=10)
+    axes[0].legend(fontsize=7, frameon=False, loc="lower right")
+    fig.suptitle("Reliability: when the model says 80 %, is it right 80 % of the time?")
     return fig
 
 

@@ -43,19 +43,18 @@ def _bins(values: Sequence[np.ndarray], n_bins: int = 30) -> np.ndarray:
     return np.linspace(lo - pad, hi + pad, n_bins + 1)
 
 
+def _hist(ax, values, edges, i: int, label: str) -> None:
+    """A light filled histogram with a solid outline, so that overlaid ones stay readable."""
+    colour = COLOURS[i % len(COLOURS)]
+    ax.hist(values, bins=edges, histtype="stepfilled", alpha=0.18, color=colour)
+    ax.hist(values, bins=edges, histtype="step", linewidth=1.6, color=colour, label=label)
+
+
 def _hist_panel(ax, series, xlabel: str, target: float | None = None) -> None:
     values = [v for _, v in series]
     edges = _bins(values)
     for i, (label, v) in enumerate(series):
-        ax.hist(
-            v,
-            bins=edges,
-            alpha=0.55,
-            color=COLOURS[i % len(COLOURS)],
-            label=label,
-            edgecolor="white",
-            linewidth=0.3,
-        )
+        _hist(ax, v, edges, i, label)
     if target is not None:
         ax.axvline(target, color="black", linestyle="--", linewidth=1.0, label=f"target {target:g}")
     ax.set_xlabel(xlabel)
@@ -105,15 +104,7 @@ def grid_histograms(
         ):
             ax = axes[r, col]
             for i, s in enumerate(series):
-                ax.hist(
-                    s[which],
-                    bins=edges,
-                    alpha=0.55,
-                    color=COLOURS[i % len(COLOURS)],
-                    label=s[0],
-                    edgecolor="white",
-                    linewidth=0.3,
-                )
+                _hist(ax, s[which], edges, i, s[0])
             if which == 1:
                 ax.axvline(1 - alpha, color="black", linestyle="--", linewidth=1.0)
                 ax.set_ylabel(f"{model}\nnumber of splits")

@@ -1,0 +1,61 @@
+"""Private confidence sets: private bootstrap CDFs and confidence intervals (SPEC D).
+
+Privacy-critical pieces: :mod:`dpuq.inference.estimates` (private point estimates),
+:mod:`dpuq.inference.aggregation` (how subset results are released). Everything else computes
+per-subset quantities or post-processes releases.
+"""
+
+from dpuq.inference._data import ClippingWarning, UninformativeIntervalWarning, check_data
+from dpuq.inference.aggregation import project_monotone, tree_error_bound
+from dpuq.inference.bootstrap import (
+    NaivePrivacy,
+    PrivateCDF,
+    PrivateCDFGrid,
+    naive_bootstrap_privacy,
+    private_bootstrap_cdf,
+    private_bootstrap_cdf_grid,
+    private_studentized_cdf,
+    subset_bootstrap_cdfs,
+)
+from dpuq.inference.estimates import (
+    PrivateEstimate,
+    private_mean,
+    private_median,
+    private_median_log_distribution,
+    private_trimmed_mean,
+    private_variance,
+)
+from dpuq.inference.intervals import (
+    ConfidenceInterval,
+    normal_approximation_interval,
+    normal_laplace_cdf,
+    percentile_bootstrap_interval,
+    private_confidence_interval,
+)
+
+__all__ = [
+    "ClippingWarning",
+    "ConfidenceInterval",
+    "NaivePrivacy",
+    "PrivateCDF",
+    "PrivateCDFGrid",
+    "PrivateEstimate",
+    "UninformativeIntervalWarning",
+    "check_data",
+    "naive_bootstrap_privacy",
+    "normal_approximation_interval",
+    "normal_laplace_cdf",
+    "percentile_bootstrap_interval",
+    "private_bootstrap_cdf",
+    "private_bootstrap_cdf_grid",
+    "private_confidence_interval",
+    "private_mean",
+    "private_median",
+    "private_median_log_distribution",
+    "private_studentized_cdf",
+    "private_trimmed_mean",
+    "private_variance",
+    "project_monotone",
+    "subset_bootstrap_cdfs",
+    "tree_error_bound",
+]

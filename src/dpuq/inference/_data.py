@@ -1,0 +1,164 @@
+"""Input checks and small shared definitions for private confidence sets (SPEC D).
+
+Every check raises a ``ValueError`` or ``TypeError`` naming the argument. Data outside the
+public bounds are an error unless the caller passes ``clip=True``; the number clipped is then
+given to the data holder in a :class:`ClippingWarning` and is never part of a release.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+
+from dpuq._validation import check_array_1d, check_epsilon, check_positive_int
+
+__all__ = [
+    "REPLACE_ONE_DATA",
+    "ClippingWarning",
+    "Statistic",
+    "UninformativeIntervalWarning",
+    "check_bounds",
+    "check_data",
+    "parse_statistic",
+    "resolve_n_subsets",
+]
+
+REPLACE_ONE_DATA = (
+    "replace-one (swap): two data sets of the same public size n that differ in one record"
+)
+
+STATISTICS = ("mean", "median", "trimmed_mean")
+
+
+class ClippingWarning(UserWarning):
+    """Data were clipped to the public bounds (``clip=True``).
+
+    The warning tells the data holder how many values were clipped. That count depends on the
+    data: it is not part of any release and must not be published with it.
+    """
+
+
+def check_bounds(bounds) -> tuple[float, float]:
+    """Return the public interval ``(a, b)``: two finite numbers with ``a < b``."""
+    try:
+        a, b = bounds
+    except (TypeError, ValueError):
+        raise TypeError(f"bounds must be a pair (lower, upper), got {bounds!r}") from None
+    for v in (a, b):
+        if isinstance(v, bool) or not isinstance(v, Real | np.floating | np.integer):
+            raise TypeError(f"bounds must hold two real numbers, got {bounds!r}")
+    a, b = float(a), float(b)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"bounds must be finite, got {bounds!r}")
+    if not a < b:
+        raise ValueError(f"bounds must satisfy lower < upper, got {bounds!r}")
+    return a, b
+
+
+def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.ndarray, int]:
+    """Return ``(x, n_clipped)``: finite 1-d data inside the public ``bounds``.
+
+    Values outside the bounds are an error naming how many there are, unless ``clip=True``:
+    then they are clipped and a :class:`ClippingWarning` gives the count to the caller.
+    """
+    if not isinstance(clip, bool | np.bool_):
+        raise TypeError(f"clip must be True or False, got {clip!r}")
+    arr = check_array_1d(x, name)
+    a, b = check_bounds(bounds)
+    outside = int(np.count_nonzero((arr < a) | (arr > b)))
+    if outside and not clip:
+        raise ValueError(
+            f"{name}: {outside} of {arr.size} values lie outside bounds [{a:g}, {b:g}] "
+            f"(min {arr.min():.6g}, max {arr.max():.6g}); widen the public bounds or pass "
+            "clip=True to clip them"
+        )
+    if outside:
+        warnings.warn(
+            f"{name}: {outside} of {arr.size} values were clipped to [{a:g}, {b:g}] "
+            "(this count is for the data holder only: it is not private, do not publish it)",
+            ClippingWarning,
+            stacklevel=3,
+        )
+        arr = np.clip(arr, a, b)
+    return arr, outside
+
+
+class UninformativeIntervalWarning(UserWarning):
+    """No informative interval can be released at these settings: the release is ``[a, b]``."""
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A statistic of the sample: ``"mean"``, ``"median"`` or ``"trimmed_mean"``.
+
+    The trimmed mean with proportion ``trim`` drops ``floor(trim * m)`` values at each end of
+    a sample of size ``m`` (the convention of :func:`scipy.stats.trim_mean`).
+    """
+
+    name: str
+    trim: float = 0.0
+
+    def n_trim(self, m: int) -> int:
+        return math.floor(self.trim * m) if self.name == "trimmed_mean" else 0
+
+    def of_sorted(self, xs: np.ndarray) -> np.ndarray:
+        """The statistic of each row of sorted samples ``xs`` (..., m)."""
+        m = xs.shape[-1]
+        if self.name == "mean":
+            return xs.mean(axis=-1)
+        if self.name == "median":
+            return np.median(xs, axis=-1)
+        k = self.n_trim(m)
+        return xs[..., k : m - k].mean(axis=-1)
+
+    def __str__(self) -> str:
+        return (
+            f"trimmed mean ({self.trim:g} each end)" if self.name == "trimmed_mean" else self.name
+        )
+
+
+def parse_statistic(statistic, trim=0.1) -> Statistic:
+    """Validate ``statistic`` (``"mean"``, ``"median"``, ``"trimmed_mean"``) and ``trim``."""
+    if not isinstance(statistic, str) or statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+    if statistic != "trimmed_mean":
+        return Statistic(statistic)
+    if isinstance(trim, bool) or not isinstance(trim, Real | np.floating):
+        raise TypeError(f"trim must be a number in [0, 0.5), got {trim!r}")
+    t = float(trim)
+    if not 0.0 <= t < 0.5:
+        raise ValueError(f"trim must be in [0, 0.5), got {trim!r}")
+    return Statistic("trimmed_mean", t)
+
+
+def resolve_n_subsets(n_subsets, n: int, epsilon: float, *, min_subset_size: int = 2) -> int:
+    """The number of disjoint subsets ``s`` of the ensemble; each must hold >= 2 points.
+
+    ``"auto"`` is SPEC D's ``s = floor(sqrt(n / ε))`` (at least 1), which balances the
+    subsets' bootstrap error against the Laplace noise ``1/(s ε)``.
+    """
+    eps = check_epsilon(epsilon)
+    if isinstance(n_subsets, str):
+        if n_subsets != "auto":
+            raise ValueError(f"n_subsets must be 'auto' or an integer >= 1, got {n_subsets!r}")
+        s = max(1, math.floor(math.sqrt(n / eps)))
+        s = min(s, n // min_subset_size)
+        if s < 1:
+            raise ValueError(
+                f"n={n} is too small: the ensemble needs at least {min_subset_size} points "
+                f"(got n={n})"
+            )
+        return s
+    if isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
+        raise TypeError(f"n_subsets must be 'auto' or an integer, got {n_subsets!r}")
+    s = check_positive_int(n_subsets, "n_subsets")
+    if n < s * min_subset_size:
+        raise ValueError(
+            f"n_subsets={s} needs n >= {s * min_subset_size} ({min_subset_size} points per "
+            f"subset); got n={n}. Use fewer subsets or more data"
+        )
+    return s

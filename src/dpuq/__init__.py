@@ -1,9 +1,9 @@
 """dpuq: differentially private uncertainty quantification.
 
-Private prediction sets (split conformal with an ε-DP calibration quantile), and the
-mechanisms under them. Randomness: every function that draws noise takes ``random_state``;
-the default ``None`` uses fresh OS entropy (for real releases); an int or Generator makes a run
-reproducible (for experiments and tests only).
+Private prediction sets (split conformal with an ε-DP calibration quantile), private
+bootstrap confidence intervals, and the mechanisms under them. Randomness: every function that
+draws noise takes ``random_state``; the default ``None`` uses fresh OS entropy (for real
+releases); an int or Generator makes a run reproducible (for experiments and tests only).
 """
 
 from dpuq._validation import NotFittedError
@@ -24,6 +24,18 @@ from dpuq.conformal import (
     raps_scores,
     split_conformal_threshold,
 )
+from dpuq.inference import (
+    ConfidenceInterval,
+    PrivateCDF,
+    PrivateCDFGrid,
+    UninformativeIntervalWarning,
+    normal_approximation_interval,
+    percentile_bootstrap_interval,
+    private_bootstrap_cdf,
+    private_bootstrap_cdf_grid,
+    private_confidence_interval,
+    private_studentized_cdf,
+)
 from dpuq.learning import (
     ConceptList,
     DecisionStumps,
@@ -37,6 +49,7 @@ from dpuq.mechanisms import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
     exponential_mechanism_probabilities,
+    laplace_mechanism,
 )
 from dpuq.mechanisms.exponential import (
     exponential_mechanism_accuracy_bound,
@@ -60,16 +73,20 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConceptList",
+    "ConfidenceInterval",
     "DecisionStumps",
     "Intervals",
     "NotFittedError",
     "PrivacyReport",
+    "PrivateCDF",
+    "PrivateCDFGrid",
     "PrivateCalibration",
     "PrivateConformalClassifier",
     "PrivateConformalRegressor",
     "PrivateERMClassifier",
     "TabulatedConcepts",
     "Thresholds",
+    "UninformativeIntervalWarning",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
@@ -87,16 +104,23 @@ __all__ = [
     "exponential_mechanism_probabilities",
     "inflated_level",
     "lac_scores",
+    "laplace_mechanism",
     "min_calibration_size",
     "min_epsilon",
+    "normal_approximation_interval",
     "optimal_gamma",
     "pac_sample_complexity",
+    "percentile_bootstrap_interval",
     "permute_and_flip",
     "permute_and_flip_probabilities",
     "prediction_sets",
+    "private_bootstrap_cdf",
+    "private_bootstrap_cdf_grid",
+    "private_confidence_interval",
     "private_quantile",
     "private_quantile_distribution",
     "private_quantile_log_distribution",
+    "private_studentized_cdf",
     "raps_scores",
     "set_sizes",
     "split_conformal_threshold",

@@ -1,0 +1,52 @@
+"""DP-SGD and DP-SGLD training on Opacus (optional extra ``dpuq[torch]``).
+
+Importing this package is cheap: ``torch`` and ``opacus`` are imported on first use of a
+name that needs them (:func:`train_classifier`, :class:`DPSGLDOptimizer`, :func:`small_cnn`,
+:func:`predict_proba`, :func:`check_private_model`). The schedules need numpy only.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from dpuq.training.schedules import ConstantLR, PolynomialDecay, learning_rates
+
+__all__ = [
+    "METHODS",
+    "ConstantLR",
+    "DPSGLDOptimizer",
+    "PolynomialDecay",
+    "TrainingResult",
+    "check_private_model",
+    "learning_rates",
+    "predict_proba",
+    "small_cnn",
+    "train_classifier",
+]
+
+_LAZY = {
+    "METHODS": "dpuq.training.train",
+    "TrainingResult": "dpuq.training.train",
+    "check_private_model": "dpuq.training.train",
+    "predict_proba": "dpuq.training.train",
+    "train_classifier": "dpuq.training.train",
+    "DPSGLDOptimizer": "dpuq.training.optimizer",
+    "small_cnn": "dpuq.training.models",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        try:
+            module = importlib.import_module(_LAZY[name])
+        except ImportError as exc:
+            raise ImportError(
+                f"dpuq.training.{name} needs torch and opacus: pip install 'dpuq[torch]' "
+                f"(with torch installed first: pip install torch) ({exc})"
+            ) from exc
+        return getattr(module, name)
+    raise AttributeError(f"module 'dpuq.training' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

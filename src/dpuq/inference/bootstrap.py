@@ -22,6 +22,7 @@ Neighbouring relation throughout: replace-one with ``n`` public. Randomness: ``r
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from numbers import Integral
 
@@ -703,6 +704,19 @@ def private_studentized_cdf(
         width = half_width
     cand = np.linspace(0.0, 1.0, int(n_candidates))
     eps_each = eps / tv.size
+    share = check_in_open_unit(median_share, "median_share")
+    # The median lands outside the subsets' values with probability at most
+    # G exp(-ε_med s / 4) (exponential-mechanism accuracy: a candidate beyond every value
+    # has utility -s, the median about -s/2); then the clamped mean is badly biased.
+    far = cand.size * math.exp(-eps_each * share * res.n_subsets / 4.0)
+    if far > 0.05:
+        warnings.warn(
+            f"the private median of the subsets' values may miss them (probability up to "
+            f"{min(far, 1.0):.2g}): s = {res.n_subsets} subsets with epsilon "
+            f"{eps_each * share:.3g} for the median; use fewer thresholds, a larger epsilon or "
+            "more data",
+            stacklevel=2,
+        )
     out = np.empty(tv.size)
     scales, centers, widths = [], [], []
     for j in range(tv.size):  # one clamped mean per threshold (a handful)
@@ -711,7 +725,7 @@ def private_studentized_cdf(
             epsilon=eps_each,
             half_width=width,
             candidates=cand,
-            median_share=median_share,
+            median_share=share,
             rng=rng,
         )
         out[j] = cm.value

@@ -10,6 +10,7 @@ cd "$(dirname "$0")"
 
 PY=${PYTHON:-python3}
 VENV=.venv
+TORCH_VERSION=${DPUQ_TORCH_VERSION:-2.13.0}
 
 setup() {
   if [ ! -x "$VENV/bin/python" ]; then
@@ -20,9 +21,26 @@ setup() {
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "run.sh: installing dpuq and its dependencies into $VENV ..." >&2
     "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-    "$VENV/bin/python" -m pip install -q -e ".[dev]"
+    # torch first, pinned to the CPU wheel: opacus would otherwise pull a CUDA build (GBs)
+    "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION"
+    "$VENV/bin/python" -m pip install -q -e ".[dev,torch]"
+    fashion_mnist
     echo "$want" >"$stamp"
   fi
+}
+
+# Fashion-MNIST from Debian's dataset-fashion-mnist (IDX files), for the DP-SGLD experiment.
+# Only as root with apt-get and only when missing; never fails the setup.
+fashion_mnist() {
+  local dir=/usr/share/datasets/fashion-mnist
+  [ -d "$dir" ] && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "run.sh: installing Debian's dataset-fashion-mnist ..." >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        dataset-fashion-mnist; } >/dev/null 2>&1 ||
+      echo "run.sh: dataset-fashion-mnist not installed (Fashion-MNIST runs will skip)" >&2
+  fi
+  return 0
 }
 
 cmd=${1:-help}

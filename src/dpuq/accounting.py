@@ -610,7 +610,11 @@ def calibrate_temperature(
     acc = _check_accountant(accountant)
 
     def fits(temp: float) -> bool:
-        return epsilon_spent(p, math.sqrt(temp) * unit, d, acc) <= eps
+        # coarse groups (1.05) overstate ε, so the T found is safe for finer accounting too
+        sig = math.sqrt(temp) * unit
+        if acc == "pld":
+            return pld_epsilon(p, sig, d, bucket_ratio=1.05) <= eps
+        return rdp_epsilon(p, sig, d, bucket_ratio=1.05) <= eps
 
     def gdp_fits(temp: float) -> bool:
         return gdp_epsilon(gdp_mu(p, math.sqrt(temp) * unit), d) <= eps

@@ -16,6 +16,7 @@ __all__ = [
     "ConstantLR",
     "DPSGLDOptimizer",
     "PolynomialDecay",
+    "PosteriorAverage",
     "TrainingResult",
     "check_private_model",
     "learning_rates",
@@ -27,6 +28,7 @@ __all__ = [
 _LAZY = {
     "METHODS": "dpuq.training.train",
     "TrainingResult": "dpuq.training.train",
+    "PosteriorAverage": "dpuq.training.train",
     "check_private_model": "dpuq.training.train",
     "predict_proba": "dpuq.training.train",
     "train_classifier": "dpuq.training.train",

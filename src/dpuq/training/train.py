@@ -16,10 +16,37 @@ from dpuq._validation import _as_float, check_epsilon, check_in_open_unit, check
 from dpuq.report import PrivacyReport
 from dpuq.training.schedules import as_schedule, learning_rates
 
-__all__ = ["METHODS", "TrainingResult", "check_private_model", "predict_proba", "train_classifier"]
+__all__ = [
+    "METHODS",
+    "PosteriorAverage",
+    "TrainingResult",
+    "check_private_model",
+    "predict_proba",
+    "train_classifier",
+]
 
 #: Training methods of :func:`train_classifier`.
 METHODS = ("sgd", "dpsgd", "dpsgld")
+
+
+class PosteriorAverage(nn.Module):
+    """Bayesian model average of snapshots of one network: ``log(mean_k softmax(f_k(x)))``.
+
+    Its output are log-probabilities, so ``softmax`` of it is the averaged predictive
+    distribution (and cross-entropy / argmax work as on logits). Built by
+    :func:`train_classifier` from late iterates (``posterior_samples > 0``); releasing every
+    iterate is covered by the same privacy accounting as releasing the last one.
+    """
+
+    def __init__(self, members: list[nn.Module]) -> None:
+        super().__init__()
+        if not members:
+            raise ValueError("members is empty")
+        self.members = nn.ModuleList(members)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logp = torch.stack([torch.log_softmax(m(x), dim=1) for m in self.members])
+        return torch.logsumexp(logp, dim=0) - math.log(len(self.members))
 
 
 class TrainingResult(NamedTuple):
@@ -28,7 +55,8 @@ class TrainingResult(NamedTuple):
     Attributes
     ----------
     model : torch.nn.Module
-        The user's model, trained in place, in eval mode, with Opacus' hooks removed.
+        The user's model, trained in place, in eval mode, with Opacus' hooks removed; or a
+        :class:`PosteriorAverage` of late iterates when ``posterior_samples > 0``.
     privacy_report : PrivacyReport
         The guarantee (ε by PLD, the primary figure; GDP's figure in ``details``), the steps
         run and why training stopped. For ``method="sgd"``: ε = inf (not private).
@@ -284,6 +312,8 @@ def train_classifier(
     temperature: float | None = None,
     pre_noise_scale: float = 0.0,
     prior_std: float | None = None,
+    posterior_samples: int = 0,
+    burn_in: float = 0.5,
     momentum: float = 0.0,
     accountant: str = "pld",
     loss_fn: nn.Module | None = None,
@@ -335,6 +365,11 @@ def train_classifier(
     prior_std : float, optional
         Standard deviation of a Gaussian prior on the weights (weight decay ``1/(N s0²)``),
         any method.
+    posterior_samples : int, default 0
+        When > 0, return a :class:`PosteriorAverage` of this many iterates, evenly spaced over
+        the steps after ``burn_in`` (SGLD's posterior averaging; no extra privacy cost).
+    burn_in : float, default 0.5
+        Fraction of the steps run before the first snapshot, in [0, 1).
     momentum : float, default 0
         SGD momentum for ``"sgd"`` and ``"dpsgd"``; DP-SGLD requires 0.
     accountant : {"pld", "rdp", "gdp"}, default "pld"
@@ -393,6 +428,10 @@ def train_classifier(
     if pre > 0 and method != "dpsgld":
         raise ValueError("pre_noise_scale is a DP-SGLD parameter")
     schedule = as_schedule(learning_rate)
+    n_post = check_positive_int(posterior_samples, "posterior_samples", minimum=0)
+    burn = _as_float(burn_in, "burn_in")
+    if not (0 <= burn < 1):
+        raise ValueError(f"burn_in must be in [0, 1), got {burn_in!r}")
 
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -515,6 +554,12 @@ def train_classifier(
         batches = _batches_shuffled(train_data, tensors, n, bsz, steps, gen)
 
     taken: list[float] = []
+    snapshot_at: set[int] = set()
+    if n_post:
+        first = min(int(burn * steps), steps - 1)
+        snapshot_at = {int(v) for v in np.linspace(first, steps - 1, n_post).round()}
+        details["posterior samples"] = len(snapshot_at)
+    snapshots: list[dict] = []
     desc = {"sgd": "SGD", "dpsgd": "DP-SGD", "dpsgld": "DP-SGLD"}[method]
     try:
         for t, (xb, yb) in progress(
@@ -532,6 +577,8 @@ def train_classifier(
             opt.step()
             if private:
                 taken.append(float(opt.noise_multiplier))
+            if t in snapshot_at:
+                snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
     finally:
         if private:
             net.remove_hooks()
@@ -540,6 +587,15 @@ def train_classifier(
                     if hasattr(p, attr):
                         delattr(p, attr)
     model.eval()
+    if snapshots:
+        import copy
+
+        members = []
+        for state in snapshots:
+            member = copy.deepcopy(model)
+            member.load_state_dict(state)
+            members.append(member.eval())
+        model = PosteriorAverage(members).eval()
 
     if not private:
         report = PrivacyReport(

@@ -56,7 +56,16 @@ from dpuq.mechanisms.exponential import (
     permute_and_flip,
     permute_and_flip_probabilities,
 )
-from dpuq.metrics import coverage, coverage_by_set_size, set_sizes
+from dpuq.metrics import (
+    adaptive_calibration_error,
+    coverage,
+    coverage_by_set_size,
+    expected_calibration_error,
+    multiclass_auc,
+    reliability_curve,
+    set_sizes,
+    static_calibration_error,
+)
 from dpuq.quantile import (
     auto_n_bins,
     inflated_level,
@@ -71,12 +80,30 @@ from dpuq.report import PrivacyReport
 
 __version__ = "0.1.0"
 
+# DP-SGD / DP-SGLD training needs torch and opacus (the ``torch`` extra): imported on first use.
+_LAZY_TRAINING = ("train_classifier", "DPSGLDOptimizer", "PolynomialDecay", "predict_proba")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_TRAINING:
+        import dpuq.training
+
+        return getattr(dpuq.training, name)
+    if name == "accounting":
+        import dpuq.accounting
+
+        return dpuq.accounting
+    raise AttributeError(f"module 'dpuq' has no attribute {name!r}")
+
+
 __all__ = [
     "ConceptList",
     "ConfidenceInterval",
+    "DPSGLDOptimizer",
     "DecisionStumps",
     "Intervals",
     "NotFittedError",
+    "PolynomialDecay",
     "PrivacyReport",
     "PrivateCDF",
     "PrivateCDFGrid",
@@ -90,6 +117,7 @@ __all__ = [
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
+    "adaptive_calibration_error",
     "aps_scores",
     "auto_n_bins",
     "calibrate",
@@ -98,6 +126,7 @@ __all__ = [
     "coverage_upper_bound",
     "cqr_intervals",
     "cqr_scores",
+    "expected_calibration_error",
     "exponential_mechanism",
     "exponential_mechanism_accuracy_bound",
     "exponential_mechanism_log_probabilities",
@@ -107,12 +136,14 @@ __all__ = [
     "laplace_mechanism",
     "min_calibration_size",
     "min_epsilon",
+    "multiclass_auc",
     "normal_approximation_interval",
     "optimal_gamma",
     "pac_sample_complexity",
     "percentile_bootstrap_interval",
     "permute_and_flip",
     "permute_and_flip_probabilities",
+    "predict_proba",
     "prediction_sets",
     "private_bootstrap_cdf",
     "private_bootstrap_cdf_grid",
@@ -122,6 +153,9 @@ __all__ = [
     "private_quantile_log_distribution",
     "private_studentized_cdf",
     "raps_scores",
+    "reliability_curve",
     "set_sizes",
     "split_conformal_threshold",
+    "static_calibration_error",
+    "train_classifier",
 ]

@@ -129,7 +129,8 @@ class DPSGLDOptimizer(DPOptimizer):
                 noise = torch.randn(
                     gs.shape, generator=self.generator, device=gs.device, dtype=gs.dtype
                 )
-                p.grad_sample = gs + noise.mul_(self.pre_noise_scale)
+                # grad_sample is this step's own buffer (Poisson sampling forbids accumulation)
+                p.grad_sample = gs.add_(noise, alpha=self.pre_noise_scale)
         super().clip_and_accumulate()
 
     def pre_step(self, closure=None) -> bool:

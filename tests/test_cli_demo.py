@@ -1,5 +1,7 @@
 """`dpuq demo` as a user runs it: the table, the report folder, bad input, interruption."""
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -27,21 +29,35 @@ def _sane(pipeline: dict, alpha: float = 0.1) -> None:
 
 @pytest.fixture(scope="module")
 def quick_demo(tmp_path_factory):
+    """One `dpuq demo --quick` (trains the three models) shared by the tests below."""
     out = tmp_path_factory.mktemp("demo") / "dpuq-report"
-    code = main(["demo", "--quick", "--seed", "1", "--out", str(out), "--no-progress"])
-    return code, out
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["demo", "--quick", "--seed", "1", "--out", str(out), "--no-progress"])
+    return code, out, printed.getvalue()
+
+
+@pytest.fixture
+def user_outputs(tmp_path):
+    """A user's cached model outputs (a calibrated 4-class model): no training needed."""
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.full(4, 0.3), size=1200)
+    labels = np.array([rng.choice(4, p=p) for p in probs])
+    np.save(tmp_path / "probs.npy", probs)
+    np.save(tmp_path / "labels.npy", labels)
+    return tmp_path, probs, labels
 
 
 class TestQuickDemo:
     def test_runs_and_writes_a_complete_report(self, quick_demo):
-        code, out = quick_demo
+        code, out, _ = quick_demo
         assert code == 0
         for name in ("report.html", "coverage_size.png", "set_sizes.png", "summary.md"):
             assert (out / name).stat().st_size > 0, name
         assert not list(out.parent.glob(".dpuq-report.partial-*"))
 
     def test_numbers_are_sane(self, quick_demo):
-        _, out = quick_demo
+        _, out, _ = quick_demo
         results = json.loads((out / "results.json").read_text())
         pipelines = results["pipelines"]
         calibrations = {p["calibration"] for p in pipelines}
@@ -52,40 +68,50 @@ class TestQuickDemo:
             assert 0.5 < results["accuracy"][p["model"]] <= 1.0
 
     def test_private_pipelines_state_their_combined_guarantee(self, quick_demo):
-        _, out = quick_demo
+        _, out, _ = quick_demo
         results = json.loads((out / "results.json").read_text())
         for p in results["pipelines"]:
             if p["training_privacy"] is not None and p["calibration"].startswith("private"):
                 combined = p["combined_privacy"]
-                assert combined["epsilon"] == max(p["training_privacy"]["epsilon"], 1.0)
+                assert combined["epsilon"] == max(p["training_privacy"]["epsilon"], 3.0)
                 assert "parallel composition" in " ".join(combined["notes"])
 
     def test_report_html_is_self_contained(self, quick_demo):
-        _, out = quick_demo
+        _, out, _ = quick_demo
         page = (out / "report.html").read_text()
         assert page.count("data:image/png;base64,") >= 3
         assert "http://" not in page and "https://" not in page and "<script" not in page
         assert "prediction set" in page and "ε" in page
 
+    def test_trains_three_ways_at_the_same_privacy(self, quick_demo):
+        _, out, _ = quick_demo
+        results = json.loads((out / "results.json").read_text())
+        models = {p["model"]: p["training_privacy"] for p in results["pipelines"]}
+        assert set(models) == {"SGD (not private)", "DP-SGD", "DP-SGLD"}
+        assert models["SGD (not private)"] is None
+        for name in ("DP-SGD", "DP-SGLD"):
+            assert models[name]["epsilon"] <= 3.0 + 1e-9 and models[name]["delta"] == 1e-5
 
-def test_terminal_table_has_the_promised_columns(capsys, tmp_path):
-    code = main(["demo", "--quick", "--seed", "2", "--splits", "5", "--no-report", "--no-progress"])
-    assert code == 0
-    out = capsys.readouterr().out
-    for word in ("accuracy", "ECE", "coverage mean [5%, 95%]", "mean set size", "singletons"):
-        assert word in out
-    assert "calibration people" in out and "ε = 1" in out
+    def test_terminal_table_has_the_promised_columns(self, quick_demo):
+        _, _, printed = quick_demo
+        for word in (
+            "accuracy",
+            "ECE",
+            "coverage mean [5%, 95%]",
+            "mean set size",
+            "singletons",
+            "training (ε, δ)",
+            "calibration ε",
+            "whole pipeline (ε, δ)",
+        ):
+            assert word in printed, word  # fmt: skip
+        assert "parallel composition" in printed and "calibration people" in printed
 
 
 class TestUserOutputs:
     @pytest.fixture
-    def files(self, tmp_path):
-        rng = np.random.default_rng(0)
-        probs = rng.dirichlet(np.full(4, 0.3), size=1200)
-        labels = np.array([rng.choice(4, p=p) for p in probs])
-        np.save(tmp_path / "probs.npy", probs)
-        np.save(tmp_path / "labels.npy", labels)
-        return tmp_path, probs, labels
+    def files(self, user_outputs):
+        return user_outputs
 
     def test_cached_probabilities_run_without_training(self, files, capsys):
         d, _, _ = files
@@ -146,13 +172,17 @@ def test_never_overwrites_a_folder_it_did_not_write(tmp_path, capsys):
     assert (mine / "notes.txt").read_text() == "precious"
 
 
-def test_interrupted_report_leaves_nothing_that_looks_complete(tmp_path, monkeypatch, capsys):
+def test_interrupted_report_leaves_nothing_that_looks_complete(user_outputs, monkeypatch, capsys):
     """Ctrl-C while the report is being written: no report folder, no leftovers; a previous
     complete report stays as it was."""
     from dpuq.experiments import demo_report
 
+    d, _, _ = user_outputs
+    tmp_path = d / "reports"
+    tmp_path.mkdir()
     out = tmp_path / "dpuq-report"
-    args = ["demo", "--quick", "--seed", "3", "--splits", "5", "--out", str(out), "--no-progress"]
+    args = ["demo", "--probs", str(d / "probs.npy"), "--labels", str(d / "labels.npy")]
+    args += ["--seed", "3", "--splits", "5", "--out", str(out), "--no-progress"]
     calls = {"n": 0}
     real_save = demo_report.save
 

@@ -25,7 +25,13 @@ def register(subparsers) -> None:
     p.add_argument("--data-dir", default=None, help="folder with Fashion-MNIST's IDX .gz files")
     p.add_argument("--probs", default=None, help="your model's probabilities (n, K) instead")
     p.add_argument("--labels", default=None, help="true labels (n,) for --probs")
-    p.add_argument("--epsilon", type=float, default=1.0, help="privacy of calibration (1.0)")
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="privacy of calibration (default: the training ε, which costs nothing extra: "
+        "training and calibration use different people)",
+    )
     p.add_argument("--train-epsilon", type=float, default=3.0, help="privacy of training (3.0)")
     p.add_argument("--train-delta", type=float, default=1e-5, help="δ of training (1e-5)")
     p.add_argument("--alpha", type=float, default=0.1, help="miscoverage level (0.1)")
@@ -67,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     config = DemoConfig(
         data="outputs" if args.probs or args.labels else args.data,
         alpha=args.alpha,
-        epsilon=args.epsilon,
+        epsilon=args.epsilon if args.epsilon is not None else args.train_epsilon,
         train_epsilon=args.train_epsilon,
         train_delta=args.train_delta,
         n_calibration=args.n_calibration,

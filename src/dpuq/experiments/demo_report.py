@@ -65,45 +65,22 @@ def _size_shares(result):
     return fig
 
 
-def _reliability_panel(ax, probs, labels) -> None:
-    """Accuracy against confidence per bin (dpuq.metrics.calibration.reliability_curve)."""
-    from dpuq.metrics.calibration import expected_calibration_error, reliability_curve
-
-    curve = reliability_curve(probs, labels)
-    edges = curve.bin_edges
-    ok = curve.counts > 0
-    ax.bar(
-        edges[:-1][ok],
-        curve.accuracy[ok],
-        width=np.diff(edges)[ok],
-        align="edge",
-        color=COLOURS[0],
-        edgecolor="white",
-        label="observed accuracy",
-    )
-    ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("confidence of the top answer")
-    ax.set_ylabel("accuracy")
-    ece = expected_calibration_error(probs, labels)
-    ax.text(0.04, 0.9, f"ECE = {ece:.3f}", transform=ax.transAxes)
-    ax.spines[["top", "right"]].set_visible(False)
-
-
 def _reliability(result):
-    """Reliability diagrams of the models, or None without dpuq.metrics.calibration."""
+    """Reliability diagrams of the models (dpuq.plotting), all on one panel, or None."""
     try:
-        import dpuq.metrics.calibration  # noqa: F401
+        from dpuq.metrics.calibration import expected_calibration_error
+        from dpuq.plotting import reliability_diagram
     except ImportError:
         return None
-    fig = new_figure(3.8 * len(result.models), 3.9)
-    axes = np.atleast_1d(fig.subplots(1, len(result.models)))
-    for ax, model in zip(axes, result.models, strict=True):
-        _reliability_panel(ax, model.probs, result.pool_labels)
-        ax.set_title(model.name, fontsize=10)
-    axes[0].legend(fontsize=7, frameon=False, loc="lower right")
-    fig.suptitle("Reliability: when the model says 80 %, is it right 80 % of the time?")
+    fig = new_figure(5.6, 5.0)
+    ax = fig.subplots()
+    for model in result.models:
+        ece = expected_calibration_error(model.probs, result.pool_labels)
+        reliability_diagram(
+            model.probs, result.pool_labels, label=f"{model.name} (ECE {ece:.3f})", ax=ax
+        )
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.suptitle("When the model says 80 %, is it right 80 % of the time?")
     return fig
 
 

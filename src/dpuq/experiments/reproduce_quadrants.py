@@ -87,13 +87,14 @@ def _data(config: QuadrantsConfig):
         name = "sklearn digits (8×8)"
         x_train, y_train, x_pool, y_pool = x[train], y[train], x[pool], y[pool]
     elif config.data == "fashion-mnist":
+        from dpuq.data import load_fashion_mnist
+
         try:
-            from dpuq.data import load_fashion_mnist
-        except ImportError:
-            raise ImportError("Fashion-MNIST needs dpuq.data; use --data digits") from None
-        d = load_fashion_mnist(config.data_dir) if config.data_dir else load_fashion_mnist()
-        x_train, y_train = d.x_train.astype(np.float32) / 255.0, d.y_train.astype(np.int64)
-        x_pool, y_pool = d.x_test.astype(np.float32) / 255.0, d.y_test.astype(np.int64)
+            train = load_fashion_mnist("train", directory=config.data_dir)
+            test = load_fashion_mnist("test", directory=config.data_dir)
+        except FileNotFoundError as exc:
+            raise ValueError(str(exc)) from None
+        x_train, y_train, x_pool, y_pool = train.images, train.labels, test.images, test.labels
         name = "Fashion-MNIST (60,000 training and 10,000 test images, 28×28)"
     else:
         raise ValueError(f"--data must be fashion-mnist or digits, got {config.data!r}")

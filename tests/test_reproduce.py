@@ -152,6 +152,26 @@ class TestMedical:
         assert "Example patients" in (out / "summary.md").read_text()
 
 
+class TestQuadrants:
+    def test_digits_three_models_and_the_cache(self, tmp_path):
+        pytest.importorskip("opacus")
+        args = ["reproduce", "quadrants", "--data", "digits", "--n-calibration", "400"]
+        args += ["--splits", "20", "--epochs", "3", "--cache-dir", str(tmp_path / "cache")]
+        assert main([*args, "--out", str(tmp_path / "q1"), "--no-progress"]) == 0
+        res = _files(tmp_path / "q1", "figure4_quadrants.png")
+        models = [m["model"] for m in res["methods"]]
+        assert models == ["SGD (not private)"] * 2 + ["DP-SGD"] * 2 + ["DP-SGLD"] * 2
+        assert res["training_privacy"]["SGD (not private)"] is None
+        for name in ("DP-SGD", "DP-SGLD"):
+            assert res["training_privacy"][name]["epsilon"] <= 8.0 + 1e-9
+        _check_methods(res["methods"], 1797 // 2 - 400)
+        assert not res["models_from_cache"] and len(list((tmp_path / "cache").iterdir())) == 1
+        # the rerun reads the trained models' outputs from the cache: identical numbers
+        assert main([*args, "--out", str(tmp_path / "q2"), "--no-progress"]) == 0
+        again = json.loads((tmp_path / "q2" / "results.json").read_text())
+        assert again["models_from_cache"] and again["methods"] == res["methods"]
+
+
 def test_unknown_experiment_is_one_line():
     import subprocess
     import sys

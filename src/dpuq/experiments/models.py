@@ -195,9 +195,9 @@ def _train_torch(
     ]  # fmt: skip
     models = []
     threads = torch.get_num_threads()
-    # Small networks: one thread. Intra-op threads buy nothing on tiny kernels and, on a busy
-    # 2-core machine, made a 10-epoch digits run 10x slower (42 s against 3 s).
-    torch.set_num_threads(1 if side <= 16 else threads)
+    # One intra-op thread: on a busy 2-core machine more threads made a 10-epoch digits run
+    # 14x slower (42 s against 3 s) and a Fashion-MNIST DP-SGD run 3x slower.
+    torch.set_num_threads(1)
     try:
         models = _run_all(runs, xt, yt, xe, side, n_classes, plan, batch, seed, show_progress)
     finally:

@@ -90,6 +90,6 @@ def run(args: argparse.Namespace) -> int:
     result = run_demo(config, show_progress=not args.no_progress)
     print(format_demo(result))
     if not args.no_report:
-        path = write_report(result, args.out, _command(args))
+        path = write_report(result, args.out, _command(args), show_progress=not args.no_progress)
         print(f"\nreport: {path} (open it in a browser); figures and summary.md beside it")
     return 0

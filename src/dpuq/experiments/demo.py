@@ -467,8 +467,10 @@ def format_demo(result: DemoResult) -> str:
     return "\n".join(lines)
 
 
-def write_report(result: DemoResult, out: str | Path, command: str = "dpuq demo") -> Path:
+def write_report(
+    result: DemoResult, out: str | Path, command: str = "dpuq demo", show_progress: bool = False
+) -> Path:
     """Figures and the HTML report into ``out`` (atomically); returns the report's path."""
     from dpuq.experiments import demo_report
 
-    return demo_report.write(result, out, command)
+    return demo_report.write(result, out, command, show_progress=show_progress)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpuq._progress import progress
 from dpuq.experiments.common import markdown_table, write_results
 from dpuq.experiments.output import atomic_output_dir
 from dpuq.experiments.plots import COLOURS, grid_histograms, new_figure, save
@@ -122,10 +123,12 @@ def _caveats(result) -> list[str]:
     ]
 
 
-def write(result, out: str | Path, command: str) -> Path:
+def write(result, out: str | Path, command: str, show_progress: bool = False) -> Path:
     """Write the report folder atomically; return the path of ``report.html``."""
     from dpuq.experiments.demo import TABLE_HEADER, format_demo, privacy_text, table_rows
 
+    steps = progress(range(4), "report figures", disable=not show_progress)
+    next(steps)
     figures = [
         (
             "Coverage and set size",
@@ -142,15 +145,18 @@ def write(result, out: str | Path, command: str) -> Path:
             "set_sizes.png",
         ),
     ]
+    next(steps)
     rel = _reliability(result)
+    next(steps)
     if rel is not None:
         figures.append(
             (
                 "Reliability diagrams",
                 rel,
-                "Bars: observed accuracy among cases given each confidence; the diagonal is "
-                "perfect calibration. Better-calibrated models give smaller sets at the same "
-                "coverage.",
+                "Each point: the observed accuracy among test cases whose top answer got about "
+                "that confidence (15 bins). On the dashed diagonal the stated confidence is "
+                "honest; below it the model is over-confident, above it under-confident. ECE "
+                "is the average gap.",
                 "reliability.png",
             )
         )
@@ -196,6 +202,7 @@ def write(result, out: str | Path, command: str) -> Path:
             ],
         ],
     )
+    next(steps, None)
     with atomic_output_dir(out) as tmp:
         for _, fig, _, name in figures:
             save(fig, tmp / name)

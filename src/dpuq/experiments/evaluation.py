@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpuq._progress import progress
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
 from dpuq.conformal.calibration import _order_statistic_rank, _resolve_bins_gamma
 from dpuq.conformal.scores import lac_scores
@@ -71,7 +72,7 @@ class ScorePool:
         return int(self.sorted_scores.shape[1])
 
     @classmethod
-    def from_probs(cls, probs, labels, chunk: int = 4096) -> ScorePool:
+    def from_probs(cls, probs, labels, chunk: int = 4096, show_progress: bool = False) -> ScorePool:
         """Build the pool from class probabilities (n, K) and labels, ``chunk`` rows at a time.
 
         Examples
@@ -91,7 +92,8 @@ class ScorePool:
             raise ValueError(f"labels has shape {labels.shape}, expected ({n},)")
         true = np.empty(n)
         ordered = np.empty(probs.shape)
-        for start in range(0, n, chunk):
+        starts = range(0, n, chunk)
+        for start in progress(starts, "conformity scores", disable=not show_progress):
             part = slice(start, start + chunk)
             matrix = lac_scores(probs[part])
             true[part] = lac_scores(probs[part], labels[part])

@@ -8,6 +8,7 @@ model is trained and the private rows say why they are missing.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,6 +214,7 @@ def _run_all(runs, xt, yt, xe, side, n_classes, plan, batch, seed, show_progress
     models = []
     for i, (name, kwargs) in enumerate(runs):
         torch.manual_seed(seed + i)
+        start = time.perf_counter()
         net = small_cnn(n_classes, image_size=side)
         net, report = train_classifier(
             net,
@@ -224,6 +226,11 @@ def _run_all(runs, xt, yt, xe, side, n_classes, plan, batch, seed, show_progress
             **kwargs,
         )
         probs = predict_proba(net, xe)
-        info = {"epochs": plan.epochs, "batch_size": batch, "method": kwargs["method"]}
+        info = {
+            "epochs": plan.epochs,
+            "batch_size": batch,
+            "method": kwargs["method"],
+            "training seconds": round(time.perf_counter() - start, 1),
+        }
         models.append(TrainedModel(name, probs, None if name == NOT_PRIVATE else report, info))
     return models

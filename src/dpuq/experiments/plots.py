@@ -35,12 +35,35 @@ def save(fig, path: str | os.PathLike, dpi: int = 110) -> None:
 
 
 def _bins(values: Sequence[np.ndarray], n_bins: int = 30) -> np.ndarray:
-    lo = min(float(np.min(v)) for v in values)
-    hi = max(float(np.max(v)) for v in values)
+    """Common edges for overlaid histograms: the full range of all values, unless a few
+    extreme splits would squeeze the rest (range over 3 times the 0.5-99.5 % range): then the
+    0.5-99.5 % range, and :func:`_outliers` says what is beyond it."""
+    flat = np.concatenate([np.ravel(v) for v in values])
+    lo, hi = float(flat.min()), float(flat.max())
+    p_lo, p_hi = np.percentile(flat, [0.5, 99.5])
+    if hi - lo > 3 * (p_hi - p_lo) + 1e-12:
+        lo, hi = float(p_lo), float(p_hi)
     if hi - lo < 1e-9:
         lo, hi = lo - 0.005, hi + 0.005
-    pad = 0.02 * (hi - lo)
+    pad = 1e-9 * max(1.0, abs(hi))  # keep the extremes inside the first and last bins
     return np.linspace(lo - pad, hi + pad, n_bins + 1)
+
+
+def _outliers(ax, values: Sequence[np.ndarray], edges: np.ndarray) -> None:
+    """Say how many values fall outside the axis, and how far."""
+    flat = np.concatenate([np.ravel(v) for v in values])
+    outside = (flat < edges[0]) | (flat > edges[-1])
+    if outside.any():
+        ax.text(
+            0.99,
+            0.98,
+            f"{int(outside.sum())} beyond the axis (range {flat.min():.3g}–{flat.max():.3g})",
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=7,
+            color="#555",
+        )
 
 
 def _hist(ax, values, edges, i: int, label: str) -> None:
@@ -55,6 +78,7 @@ def _hist_panel(ax, series, xlabel: str, target: float | None = None) -> None:
     edges = _bins(values)
     for i, (label, v) in enumerate(series):
         _hist(ax, v, edges, i, label)
+    _outliers(ax, values, edges)
     if target is not None:
         ax.axvline(target, color="black", linestyle="--", linewidth=1.0, label=f"target {target:g}")
     ax.set_xlabel(xlabel)
@@ -105,6 +129,7 @@ def grid_histograms(
             ax = axes[r, col]
             for i, s in enumerate(series):
                 _hist(ax, s[which], edges, i, s[0])
+            _outliers(ax, [s[which] for s in series], edges)
             if which == 1:
                 ax.axvline(1 - alpha, color="black", linestyle="--", linewidth=1.0)
                 ax.set_ylabel(f"{model}\nnumber of splits")

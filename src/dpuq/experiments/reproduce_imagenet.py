@@ -131,7 +131,7 @@ def _pool(config: ImagenetConfig, probs, labels, show_progress: bool) -> tuple[S
                 f"the model outputs have {probs.shape[0]} points; n_calibration + n_test = {need}"
             )
         source = ""
-    return ScorePool.from_probs(probs, labels), source
+    return ScorePool.from_probs(probs, labels, show_progress=show_progress), source
 
 
 def _methods(config: ImagenetConfig) -> list[Method]:

@@ -285,6 +285,22 @@ def _reading(result: QuadrantsResult) -> str:
     return text
 
 
+def _training_line(result: QuadrantsResult) -> str:
+    parts = [
+        f"{m.name} {m.info['training seconds']:.0f} s"
+        for m in result.models
+        if "training seconds" in m.info
+    ]
+    where = (
+        "Model outputs read from the cache (trained by an earlier run of the same command"
+        if result.cached
+        else "Models trained in this run ("
+    )
+    if not parts:
+        return where.rstrip(" (") + "."
+    return where + ("; " if result.cached else "") + "training time " + ", ".join(parts) + ")."
+
+
 def write_quadrants(result: QuadrantsResult, out: str | Path, command: str) -> Path:
     c = result.config
     header, rows = _table(result)
@@ -306,6 +322,7 @@ def write_quadrants(result: QuadrantsResult, out: str | Path, command: str) -> P
                 f"Data: {result.data_name}; {result.n_train} training images, "
                 f"{result.n_pool} held out (n = {c.n_calibration} calibration, the rest "
                 f"evaluation), {c.n_splits} random splits, α = {c.alpha:g}.",
+                _training_line(result),
                 f"Models trained with (ε, δ) = ({c.epsilon:g}, {c.delta:g}); calibration "
                 f"ε = {c.calibration_epsilon:g}. Training and calibration use different "
                 "people, so each person's guarantee is that of the part their record is in.",

@@ -75,6 +75,7 @@ from dpuq.quantile import (
     private_quantile,
     private_quantile_distribution,
     private_quantile_log_distribution,
+    private_quantiles,
 )
 from dpuq.report import PrivacyReport
 
@@ -151,6 +152,7 @@ __all__ = [
     "private_quantile",
     "private_quantile_distribution",
     "private_quantile_log_distribution",
+    "private_quantiles",
     "private_studentized_cdf",
     "raps_scores",
     "reliability_curve",

@@ -81,7 +81,8 @@ from dpuq.report import PrivacyReport
 
 __version__ = "0.1.0"
 
-# DP-SGD / DP-SGLD training needs torch and opacus (the ``torch`` extra): imported on first use.
+# DP-SGD / DP-SGLD training needs torch and opacus (the ``torch`` extra): imported on first use,
+# and kept out of ``__all__`` so that ``from dpuq import *`` works without torch.
 _LAZY_TRAINING = ("train_classifier", "DPSGLDOptimizer", "PolynomialDecay", "predict_proba")
 
 
@@ -100,11 +101,9 @@ def __getattr__(name: str):
 __all__ = [
     "ConceptList",
     "ConfidenceInterval",
-    "DPSGLDOptimizer",
     "DecisionStumps",
     "Intervals",
     "NotFittedError",
-    "PolynomialDecay",
     "PrivacyReport",
     "PrivateCDF",
     "PrivateCDFGrid",
@@ -144,7 +143,6 @@ __all__ = [
     "percentile_bootstrap_interval",
     "permute_and_flip",
     "permute_and_flip_probabilities",
-    "predict_proba",
     "prediction_sets",
     "private_bootstrap_cdf",
     "private_bootstrap_cdf_grid",
@@ -159,5 +157,4 @@ __all__ = [
     "set_sizes",
     "split_conformal_threshold",
     "static_calibration_error",
-    "train_classifier",
 ]

@@ -84,6 +84,7 @@ class TestQuickDemo:
         assert "prediction set" in page and "ε" in page
 
     def test_trains_three_ways_at_the_same_privacy(self, quick_demo):
+        pytest.importorskip("opacus")
         _, out, _ = quick_demo
         results = json.loads((out / "results.json").read_text())
         models = {p["model"]: p["training_privacy"] for p in results["pipelines"]}
@@ -148,6 +149,12 @@ class TestUserOutputs:
         assert code == 2
         assert match in _one_error_line(capsys)
         assert not (d / "r").exists()
+
+
+def test_probabilities_without_labels_is_one_line(user_outputs, capsys):
+    d, _, _ = user_outputs
+    assert main(["demo", "--probs", str(d / "probs.npy"), "--no-report", "--no-progress"]) == 2
+    assert "--labels" in _one_error_line(capsys)
 
 
 def test_bad_option_value_is_one_line(capsys):

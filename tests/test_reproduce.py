@@ -110,6 +110,15 @@ class TestUserLogits:
         assert match in _one_error_line(capsys)
         assert not (d / "out").exists()
 
+    def test_logits_without_labels_and_both_inputs(self, logits, capsys):
+        d, _, _ = logits
+        base = ["reproduce", "epsilon", "--out", str(d / "out"), "--no-progress"]
+        assert main([*base, "--logits", str(d / "logits.npy")]) == 2
+        assert "--labels is required" in _one_error_line(capsys)
+        both = ["--logits", str(d / "logits.npy"), "--probs", str(d / "logits.npy")]
+        assert main([*base, *both, "--labels", str(d / "labels.npy")]) == 2
+        assert "exactly one of --logits or --probs" in _one_error_line(capsys)
+
     def test_too_few_points_for_the_design(self, logits, capsys):
         d, _, _ = logits
         args = ["reproduce", "bins", "--logits", str(d / "logits.npy"), "--labels"]

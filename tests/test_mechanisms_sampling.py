@@ -8,28 +8,28 @@ from dpuq.mechanisms.exponential import sample_log_weights
 class _ScriptedRandom:
     """A randomness source with scripted uniforms (duck-types numpy.random.Generator)."""
 
-    def __init__(self, uniforms):
+    def __init__(self, uniforms, exponentials=()):
         self._u = list(uniforms)
-        self._rng = np.random.default_rng(0)
+        self._e = list(exponentials)
 
     def random(self, size=None):
         return self._u.pop(0)
 
-    def gumbel(self, size=None):
-        return self._rng.gumbel(size=size)
+    def standard_exponential(self, size=None):
+        return np.array([self._e.pop(0) for _ in range(size)])
 
 
 def test_underflowing_candidates_are_reachable():
     # exp(-800) underflows to 0 in linear space; the tiny group has relative mass ~2e-348.
     lw = np.array([0.0, -800.0, -801.0])
     # The tiny group is chosen with probability exp(-~800), checked as 27 factors exp(-30):
-    # uniforms all below exp(-30) select it, then the within-group draw picks 1 w.p. e/(1+e).
-    picked = sample_log_weights(lw, _ScriptedRandom([1e-14] * 27 + [0.1]))
+    # uniforms all below exp(-30) select it; then Gumbel-max (exponential variates) inside it.
+    picked = sample_log_weights(lw, _ScriptedRandom([1e-14] * 27, [0.1, 5.0]))
     assert picked == 1
-    picked = sample_log_weights(lw, _ScriptedRandom([1e-14] * 27 + [0.99]))
+    picked = sample_log_weights(lw, _ScriptedRandom([1e-14] * 27, [5.0, 0.1]))
     assert picked == 2
     # an ordinary uniform selects the dominant candidate
-    assert sample_log_weights(lw, _ScriptedRandom([0.5, 0.5])) == 0
+    assert sample_log_weights(lw, _ScriptedRandom([0.5])) == 0
 
 
 def test_impossible_candidates_are_never_drawn():

@@ -25,6 +25,7 @@ setup() {
     "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION"
     "$VENV/bin/python" -m pip install -q -e ".[dev,torch]"
     fashion_mnist
+    headless_browser
     echo "$want" >"$stamp"
   fi
 }
@@ -39,6 +40,19 @@ fashion_mnist() {
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
         dataset-fashion-mnist; } >/dev/null 2>&1 ||
       echo "run.sh: dataset-fashion-mnist not installed (Fashion-MNIST runs will skip)" >&2
+  fi
+  return 0
+}
+
+# Debian's chromium, for the test that opens the HTML report in a headless browser (it skips
+# without one). Only as root with apt-get and only when missing; never fails the setup.
+headless_browser() {
+  command -v chromium >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "run.sh: installing Debian's chromium (headless report test) ..." >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        chromium; } >/dev/null 2>&1 ||
+      echo "run.sh: chromium not installed (the browser test will skip)" >&2
   fi
   return 0
 }

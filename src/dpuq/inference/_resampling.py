@@ -97,18 +97,24 @@ class Resamples:
 
 
 def draw_resamples(
-    x: np.ndarray, n_subsets: int, n_resamples: int, rng: np.random.Generator
+    x: np.ndarray,
+    n_subsets: int,
+    n_resamples: int,
+    rng: np.random.Generator,
+    resample_size: int | None = None,
 ) -> Resamples:
     """Shuffle ``x``, split it into ``s`` disjoint subsets of ``b = floor(n/s)`` points and draw
     BLB weights of total ``n`` for ``T`` resamples per subset (SPEC D, Algorithm 2, lines 1-5).
 
-    The ``n - s b`` points left over enter no subset. Randomness is drawn in a fixed order
+    ``resample_size`` (default ``n``) can be set to ``b``: the ordinary bootstrap of each
+    subset, used for the median's interval (see :mod:`dpuq.inference.intervals`). The
+    ``n - s b`` points left over enter no subset. Randomness is drawn in a fixed order
     (permutation, then weights) that does not depend on the data values.
     """
-    n = x.size
+    n = x.size if resample_size is None else int(resample_size)
     s, t = int(n_subsets), int(n_resamples)
-    b = n // s
-    perm = rng.permutation(n)
+    b = x.size // s
+    perm = rng.permutation(x.size)
     subsets = np.sort(x[perm[: s * b]].reshape(s, b), axis=1)
     if s * t * b <= MAX_WEIGHT_DRAWS:
         k = s
@@ -162,7 +168,7 @@ def simulate_em_median(
     change = np.zeros((rows_n, g), dtype=bool)
     change[:, 1:] = (np.diff(lo, axis=1) != 0) | (np.diff(hi, axis=1) != 0)
     gid = np.cumsum(change, axis=1)  # group of each candidate
-    n_groups = int(gid[:, -1].max()) + 1
+    n_groups = 2 * b + 1  # at most 2b + 1 groups; a fixed size keeps the draws data-independent
     flat_gid = (np.arange(rows_n)[:, None] * n_groups + gid).ravel()
     size = np.bincount(flat_gid, minlength=rows_n * n_groups).reshape(rows_n, n_groups)
     first = np.zeros((rows_n, n_groups), dtype=np.int64)

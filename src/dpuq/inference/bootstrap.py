@@ -337,13 +337,17 @@ def _naive_release(data, bounds, stat, eps, tt, rng, eps_center=None):
     delta1 = r / (n - 2 * stat.n_trim(n))  # per-appearance change (R/n for the mean)
     scale0 = laplace_scale(delta1, eps if eps_center is None else eps_center)
     scale_i = laplace_scale(delta1 * n**0.25, eps)
-    theta_tilde = float(stat.of_sorted(np.sort(data)) + rng.laplace(0.0, scale0))
+    exact = data.mean() if stat.name == "mean" else stat.of_sorted(np.sort(data))
+    theta_tilde = float(exact + rng.laplace(0.0, scale0))
     chunk = max(1, 5_000_000 // n)
     stars = []
     for start in range(0, tt, chunk):  # chunks of resamples (bounded memory)
         m = min(chunk, tt - start)
         idx = rng.integers(0, n, size=(m, n))
-        stars.append(stat.of_sorted(np.sort(data[idx], axis=1)))
+        if stat.name == "mean":
+            stars.append(data[idx].mean(axis=1))
+        else:
+            stars.append(stat.of_sorted(np.sort(data[idx], axis=1)))
     theta_star = np.concatenate(stars) + rng.laplace(0.0, scale_i, size=tt)
     return theta_tilde, theta_star, scale0, scale_i
 

@@ -609,3 +609,34 @@ def test_other_bad_arguments():
         )
     with pytest.raises(TypeError, match="n_subsets"):
         private_bootstrap_cdf(x, 0.0, epsilon=1.0, bounds=BOUNDS, n_subsets=2.5)
+
+
+def test_folded_bounds_bracket_the_exact_noisy_root_law():
+    """The interval's fold: with J = Φ known on a grid and Laplace noise of scale λ, the
+    bounds on P(U - L <= t) bracket the exact normal-Laplace CDF, and do so tightly."""
+    from dpuq.inference.intervals import _fold_bounds, normal_laplace_cdf
+
+    grid = np.linspace(-5, 5, 401)
+    t = np.linspace(-3, 3, 61)
+    for lam, u in ((0.3, 0.0), (1.0, 0.01), (1e-9, 0.0)):
+        low, up = _fold_bounds(grid, stats.norm.cdf(grid), u, lam, t)
+        exact = normal_laplace_cdf(t, 1.0, lam)
+        assert np.all(low <= exact + 1e-12) and np.all(exact <= up + 1e-12)
+        assert np.max(up - low) <= 2 * u + 0.03  # grid spacing 0.025 times the density
+
+
+@pytest.mark.parametrize(("sigma", "lam"), [(1.0, 0.3), (0.2, 3.0), (1.0, 1e-9), (1e-3, 1.0)])
+def test_normal_laplace_cdf_matches_numerical_convolution(sigma, lam):
+    from scipy.integrate import quad
+
+    from dpuq.inference.intervals import normal_laplace_cdf
+
+    def exact(t):  # integrate the smooth CDF against the narrower of the two densities
+        if sigma <= lam:
+            f = lambda z: stats.laplace.cdf(t - sigma * z, scale=lam) * stats.norm.pdf(z)  # noqa: E731
+            return quad(f, -12, 12, points=[t / sigma] if abs(t / sigma) < 12 else None)[0]
+        f = lambda v: stats.norm.cdf((t - v) / sigma) * stats.laplace.pdf(v, scale=lam)  # noqa: E731
+        return quad(f, -60 * lam, 60 * lam, points=[0.0])[0]
+
+    for t in (-2.0, -0.3, 0.0, 0.7, 3.0):
+        assert float(normal_laplace_cdf(t, sigma, lam)) == pytest.approx(exact(t), abs=1e-7)

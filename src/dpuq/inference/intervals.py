@@ -42,7 +42,7 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
-from scipy.special import log_ndtr, ndtri
+from scipy.special import erfcx, log_ndtr, ndtri
 
 from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.inference._data import (
@@ -177,11 +177,22 @@ class ConfidenceInterval:
 # --- the normal + Laplace law (noise-aware normal approximation) -------------------------------
 
 
+def _log_mills(x: np.ndarray) -> np.ndarray:
+    """``log(Φ(-x)/φ(x))``, stable for every real ``x`` (erfcx for x > 0)."""
+    x = np.asarray(x, dtype=float)
+    pos = np.maximum(x, 0.0)
+    neg = np.minimum(x, 0.0)
+    out_pos = np.log(erfcx(pos / math.sqrt(2.0))) + 0.5 * math.log(math.pi / 2.0)
+    out_neg = log_ndtr(-neg) + 0.5 * neg * neg + 0.5 * math.log(2.0 * math.pi)
+    return np.where(x > 0, out_pos, out_neg)
+
+
 def normal_laplace_cdf(t, sigma: float, scale: float) -> np.ndarray:
     """CDF of ``sigma Z + L``, ``Z ~ N(0, 1)``, ``L ~ Laplace(0, scale)`` independent.
 
-    ``Φ(t/σ) - ½ e^{σ²/(2λ²) - t/λ} Φ(t/σ - σ/λ) + ½ e^{σ²/(2λ²) + t/λ} Φ(-t/σ - σ/λ)``,
-    evaluated in log space (no overflow for small ``λ``).
+    ``Φ(t/σ) - ½ φ(t/σ) [M(σ/λ - t/σ) - M(σ/λ + t/σ)]`` with ``M(x) = Φ(-x)/φ(x)`` the Mills
+    ratio (the textbook form ``½ e^{σ²/(2λ²) ∓ t/λ} Φ(±t/σ - σ/λ)`` cancels catastrophically
+    for small ``λ``); evaluated in log space.
 
     Examples
     --------
@@ -193,10 +204,11 @@ def normal_laplace_cdf(t, sigma: float, scale: float) -> np.ndarray:
         return np.exp(log_ndtr(t / sigma))
     if sigma <= 0:
         return laplace_cdf(t, scale=scale)
-    a = sigma * sigma / (2.0 * scale * scale)
-    left = np.exp(a - t / scale + log_ndtr(t / sigma - sigma / scale))
-    right = np.exp(a + t / scale + log_ndtr(-t / sigma - sigma / scale))
-    return np.clip(np.exp(log_ndtr(t / sigma)) - 0.5 * left + 0.5 * right, 0.0, 1.0)
+    z = t / sigma
+    log_phi = -0.5 * z * z - 0.5 * math.log(2.0 * math.pi)
+    left = np.exp(log_phi + _log_mills(sigma / scale - z))
+    right = np.exp(log_phi + _log_mills(sigma / scale + z))
+    return np.clip(np.exp(log_ndtr(z)) - 0.5 * left + 0.5 * right, 0.0, 1.0)
 
 
 def normal_laplace_quantile(p: float, sigma: float, scale: float) -> float:

@@ -15,8 +15,10 @@
    pressure in ``[40, 160]`` mmHg (below 40 is shock, above 160 a crisis far beyond the
    hypertension thresholds).
 
-Run ``python -m dpuq.experiments.private_bootstrap --out docs`` (about 45 minutes on two cores;
-``--quick`` for a smoke run) to print the tables and write the figures.
+Run ``python -m dpuq.experiments.private_bootstrap --out docs`` (about 70 minutes on two cores
+shared with other jobs; ``--quick`` for a smoke run; ``--parts`` and ``--methods`` for a part)
+to print the tables and write the figures and ``private_bootstrap_*.json``. Every (n, ε,
+method) cell has its own seeded generator, so a partial run reproduces the same rows.
 """
 
 from __future__ import annotations
@@ -133,10 +135,17 @@ def run_peer_setting(
     theta = float(dist.mean())
     rows: list[CoverageRow] = []
     mean_stat = Statistic("mean")
+    ids = {m: i for i, m in enumerate(METHODS)}
     for n in ns:
-        rng = np.random.default_rng([seed, n])
-        data = dist.rvs(size=(trials, n), random_state=rng)
+        data = dist.rvs(size=(trials, n), random_state=np.random.default_rng([seed, n]))
+        # one generator per (n, ε, method): any subset of methods reproduces the same rows
+        gens = {
+            (m, e): np.random.default_rng([seed, n, round(1000 * e), ids[m], 1])
+            for m in methods
+            for e in (*epsilons, 0.0)
+        }
         if "percentile" in methods:
+            rng = gens["percentile", 0.0]
             t0 = time.perf_counter()
             lo, hi, _ = _percentile_batch(data, mean_stat, alpha, 1000, rng)
             rows.append(
@@ -154,6 +163,7 @@ def run_peer_setting(
             )
         for eps in epsilons:
             if "normal" in methods:
+                rng = gens["normal", eps]
                 t0 = time.perf_counter()
                 lo, hi, *_ = _normal_batch(data, PEER_BOUNDS, alpha, eps, eps, rng)
                 rows.append(
@@ -175,6 +185,7 @@ def run_peer_setting(
                     "method": "ensemble" if method == "ensemble_total" else method,
                     "epsilon": eps / 2 if method == "ensemble_total" else eps,
                 }
+                rng = gens[method, eps]
                 hits, widths, inf = [], [], []
                 report = None
                 t0 = time.perf_counter()
@@ -542,10 +553,13 @@ def plot_diabetes(rows: Sequence[DiabetesRow], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None, help="folder for figures and tables (optional)")
+    parser.add_argument("--out", default=None, help="folder for figures and JSON (optional)")
     parser.add_argument("--trials", type=int, default=1000, help="trials per setting (1000)")
     parser.add_argument(
         "--parts", default="peer,cdf,diabetes", help="comma-separated: peer, cdf, diabetes"
+    )
+    parser.add_argument(
+        "--methods", default=",".join(METHODS), help="methods of the peer study (default: all)"
     )
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--seed", type=int, default=0)
@@ -554,34 +568,43 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out) if args.out else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
-    tables = []
-    if "peer" in parts:
-        kw = {"trials": 40, "ns": (300, 1000)} if args.quick else {"trials": args.trials}
-        rows = run_peer_setting(seed=args.seed, **kw)
-        tables.append("## Coverage in the peers' setting\n\n" + format_coverage(rows))
+
+    def dump(name, obj):
         if out:
-            plot_coverage(rows, out / "private_bootstrap_coverage.png")
             import json
 
-            (out / "private_bootstrap_coverage.json").write_text(
-                json.dumps([asdict(r) for r in rows], indent=1)
-            )
+            (out / f"private_bootstrap_{name}.json").write_text(json.dumps(obj, indent=1))
+
+    if "peer" in parts:
+        kw = {"trials": 40, "ns": (300, 1000)} if args.quick else {"trials": args.trials}
+        rows = run_peer_setting(seed=args.seed, methods=tuple(args.methods.split(",")), **kw)
+        print("## Coverage in the peers' setting\n\n" + format_coverage(rows) + "\n")
+        dump("coverage", [asdict(r) for r in rows])
+        if out:
+            plot_coverage(rows, out / "private_bootstrap_coverage.png")
     if "cdf" in parts:
         kw = {"ns": (500, 2000), "reps": 5} if args.quick else {}
         res = run_cdf_error(seed=args.seed + 1, **kw)
-        tables.append("## CDF error against n\n\n" + format_cdf_error(res))
+        print("## CDF error against n\n\n" + format_cdf_error(res) + "\n")
+        dump(
+            "cdf_error",
+            {
+                "ns": res.ns.tolist(),
+                "epsilon": res.epsilon,
+                "t": res.t,
+                "errors": {m: e.tolist() for m, e in res.errors.items()},
+                "slopes": res.slopes,
+            },
+        )
         if out:
             plot_cdf_error(res, out / "private_bootstrap_cdf_error.png")
     if "diabetes" in parts:
         kw = {"reps": 5, "epsilons": (1.0, 10.0)} if args.quick else {}
         drows = run_diabetes(seed=args.seed + 2, **kw)
-        tables.append("## Diabetes study\n\n" + format_diabetes(drows))
+        print("## Diabetes study\n\n" + format_diabetes(drows) + "\n")
+        dump("diabetes", [asdict(r) for r in drows])
         if out:
             plot_diabetes(drows, out / "private_bootstrap_diabetes.png")
-    text = "\n\n".join(tables)
-    print(text)
-    if out:
-        (out / "private_bootstrap_tables.md").write_text(text + "\n")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -380,6 +380,11 @@ def private_bootstrap_cdf(
     most 1: sensitivity ``1/s`` (given the data-free shuffle and weights). For ``k``
     thresholds the L1 sensitivity is ``k/s`` and each gets ``Laplace(k/(s ε))``.
 
+    For the median, ``b`` points resampled to size ``n`` give a lattice-valued bootstrap law
+    whose spacing is of the order of its spread when ``b ≈ sqrt(n ε)``; the estimate is then
+    coarse (:func:`~dpuq.inference.private_confidence_interval` bootstraps the median's
+    subsets at their own size instead).
+
     ``method="naive"`` (Algorithm 1, a baseline; mean and trimmed mean only):
     ``T = floor(sqrt(n ε))`` full-size resamples, each statistic plus
     ``Laplace(Δ n^{1/4}/ε)``, centre ``θ̂ + Laplace(Δ/ε)``. It is **not** ε-DP: the report

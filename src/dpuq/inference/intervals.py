@@ -34,6 +34,7 @@ rests on (asymptotic, higher-order accurate for the studentized mean), not exact
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Mapping
@@ -96,6 +97,9 @@ SYMMETRIC_SHARES = (0.5, 0.5, 0.0)
 #: Clamping half-widths of the ensemble aggregation: ``log h`` (mean, other statistics), ``r``.
 LOG_H_HALF_WIDTH = {"mean": math.log(1.5), "other": math.log(2.5)}
 R_HALF_WIDTH = 0.5
+
+#: Upper-bound margin of the studentizing variance, in units of its Laplace scale (ln 20).
+VAR_MARGIN = math.log(20.0)
 
 #: The median's interval bootstraps each subset at its own size ``b`` (see _ensemble_interval).
 MEDIAN_SUBSET_BOOTSTRAP = True
@@ -245,6 +249,18 @@ def _clip_interval(lo: float, hi: float, bounds) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _safe_variance(v_noisy, noise_scale: float, r_range: float):
+    """The variance used to studentize: ``min(R²/4, max(ṽ, 0) + ln(20) λ_v)``.
+
+    ``ṽ`` is the Laplace-noised variance (scale ``λ_v``). Adding ``ln(20) λ_v`` makes it an
+    upper bound of the plug-in variance with probability 0.975, so a noisy value near or below
+    0 cannot shrink the interval to nothing; ``R²/4`` bounds every variance on ``[a, b]``
+    (Popoviciu). The same map is applied inside the bootstrap, so the studentized root's law
+    accounts for it; when ``λ_v`` is small against the variance it changes little.
+    """
+    return np.minimum(r_range * r_range / 4.0, np.maximum(v_noisy, 0.0) + VAR_MARGIN * noise_scale)
+
+
 def _reference_half_width(stat: Statistic, alpha: float, n: int, sigma: float, est_scale):
     """Where the subsets' studentized half-widths are expected (centre of their clamping window).
 
@@ -271,7 +287,9 @@ def _ensemble_interval(
     e_var, e_h, e_r = (share * e_cdf for share in shares)
     var = release_variance(data, bnds, e_var, rng)
     v_floor = (r_range / n) ** 2
-    sigma = math.sqrt(max(var.value * n / (n - 1), v_floor))
+    sigma = math.sqrt(
+        max(_safe_variance(var.value * n / (n - 1), var.noise_scale, r_range), v_floor)
+    )
 
     s = resolve_n_subsets(n_subsets, n, e_cdf)
     b = n // s
@@ -293,7 +311,8 @@ def _ensemble_interval(
         raw = m_star if stat.name == "mean" else res.statistic(stat)
         theta_star = raw + rng.laplace(0.0, est.noise_scale, size=(s, tt))
     v_star = (v_star + rng.laplace(0.0, var.noise_scale, size=v_star.shape)) * m / (m - 1)
-    roots = math.sqrt(m) * (theta_star - theta_k) / np.sqrt(np.maximum(v_star, v_floor))
+    v_star = np.maximum(_safe_variance(v_star, var.noise_scale, r_range), v_floor)
+    roots = math.sqrt(m) * (theta_star - theta_k) / np.sqrt(v_star)
     z = float(ndtri(1.0 - alpha / 2.0))
     h_min = 1e-6 * z
     if symmetric:  # the symmetric bootstrap-t: the 1 - α quantile of |root|
@@ -386,12 +405,14 @@ def _fold_bounds(grid, cdf, u, fold_scale, t_eval):
     return lower, np.minimum(upper, 1.0)
 
 
+@functools.lru_cache(maxsize=256)
 def _tree_bound(n_grid: int, s: int, e_cdf: float, beta: float) -> tuple[float, int]:
     """Uniform bound of the tree CDF and its depth: data-independent (n_grid, s, ε, β)."""
     depth = max(1, math.ceil(math.log2(n_grid + 1)))
     return tree_error_bound(n_grid, 2.0 * depth / (s * e_cdf), beta), depth
 
 
+@functools.lru_cache(maxsize=256)
 def _smallest_informative_subsets(alpha, e_cdf, n_grid, beta) -> int:
     """Smallest ``s`` whose uniform bound is below ``α/2`` (bisection; the bound falls in s)."""
     lo, hi = 1, 2

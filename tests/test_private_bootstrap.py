@@ -640,3 +640,29 @@ def test_normal_laplace_cdf_matches_numerical_convolution(sigma, lam):
 
     for t in (-2.0, -0.3, 0.0, 0.7, 3.0):
         assert float(normal_laplace_cdf(t, sigma, lam)) == pytest.approx(exact(t), abs=1e-7)
+
+
+def test_experiment_smoke(tmp_path):
+    """The experiment module runs end to end on a tiny budget (tables and figures)."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("sklearn")
+    from dpuq.experiments import private_bootstrap as exp
+
+    rows = exp.run_peer_setting(
+        trials=3,
+        ns=(300,),
+        epsilons=(5.0,),
+        show_progress=False,
+        methods=("ensemble", "ensemble_cdf", "naive", "normal", "percentile"),
+    )
+    table = exp.format_coverage(rows)
+    assert table.count("\n") == len(rows) + 1 and "not private" in table
+    assert {r.method: r.epsilon_total for r in rows}["ensemble"] == 10.0
+    res = exp.run_cdf_error(ns=(500, 1000), reps=2, show_progress=False)
+    assert set(res.slopes) == set(res.errors) and "fitted slope" in exp.format_cdf_error(res)
+    drows = exp.run_diabetes(reps=2, epsilons=(5.0,), show_progress=False)
+    assert len(drows) == 4 and all(r.mean_lower < r.mean_upper for r in drows)
+    exp.plot_coverage(rows, tmp_path / "c.png")
+    exp.plot_cdf_error(res, tmp_path / "e.png")
+    exp.plot_diabetes(drows, tmp_path / "d.png")
+    assert all((tmp_path / f).stat().st_size > 0 for f in ("c.png", "e.png", "d.png"))

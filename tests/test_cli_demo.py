@@ -73,7 +73,11 @@ class TestQuickDemo:
         for p in results["pipelines"]:
             if p["training_privacy"] is not None and p["calibration"].startswith("private"):
                 combined = p["combined_privacy"]
-                assert combined["epsilon"] == max(p["training_privacy"]["epsilon"], 3.0)
+                train = p["training_privacy"]
+                # one relation for the whole pipeline: add/remove converts to replace-one as 2ε
+                eps_train = train["epsilon"] * (2 if train["relation"] == "add/remove-one" else 1)
+                assert combined["relation"] == "replace-one"
+                assert combined["epsilon"] == max(eps_train, 3.0)
                 assert "parallel composition" in " ".join(combined["notes"])
 
     def test_report_html_is_self_contained(self, quick_demo):

@@ -1,18 +1,65 @@
-"""Privacy reports: what was released, under which neighbouring relation, at what cost."""
+"""Privacy reports: what was released, under which neighbouring relation, at what cost.
+
+Neighbouring relations are a closed type, :class:`Relation`:
+
+- ``Relation.REPLACE_ONE``: two data sets of the same public size ``n`` that differ in one
+  person's record (swap). Calibration, intervals, private learning and (by default) training
+  are stated under it.
+- ``Relation.ADD_REMOVE``: one data set is the other with one person's record added or removed.
+
+Composition adds only like with like. A guarantee under add/remove converts to replace-one
+(a replacement is a removal followed by an addition, group privacy of size 2):
+``(ε, δ) ↦ (2ε, (1 + e^ε) δ)``, pure ``ε ↦ 2ε`` (:meth:`PrivacyReport.under`). The converse has
+no general conversion (replace-one with ``n`` public says nothing about data sets of different
+sizes) and is refused. Reports of different relations are never added silently.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["PrivacyReport", "compose_disjoint", "compose_sequential"]
+__all__ = ["PrivacyReport", "Relation", "compose_disjoint", "compose_sequential"]
 
-REPLACE_ONE_N_PUBLIC = (
-    "replace-one (swap): two calibration sets of the same public size n that differ in one "
-    "(x, y) pair"
+
+class Relation(StrEnum):
+    """The neighbouring relation a privacy guarantee refers to (a closed set)."""
+
+    REPLACE_ONE = "replace-one"
+    ADD_REMOVE = "add/remove-one"
+
+    @property
+    def description(self) -> str:
+        """The relation in words."""
+        if self is Relation.REPLACE_ONE:
+            return (
+                "replace-one (swap): two data sets of the same public size n that differ in one "
+                "person's record"
+            )
+        return "add/remove-one: one data set is the other with one person's record added or removed"
+
+    @classmethod
+    def coerce(cls, value: Relation | str) -> Relation:
+        """``value`` as a :class:`Relation`; an error naming the allowed values otherwise."""
+        if isinstance(value, Relation):
+            return value
+        for member in cls:
+            if value in (member.value, member.name, member.name.lower()):
+                return member
+        allowed = ", ".join(repr(m.value) for m in cls)
+        raise ValueError(f"relation must be one of {allowed}, got {value!r}")
+
+
+# Kept for callers that still name the relation by its text.
+REPLACE_ONE_N_PUBLIC = Relation.REPLACE_ONE.description
+
+SEEDED_NOTE = (
+    "seeded: this release is reproducible from its random_state; it is private only while the "
+    "seed stays secret (use random_state=None for real releases)"
 )
 
 
@@ -26,27 +73,39 @@ class PrivacyReport:
         What was run, e.g. ``"exponential mechanism (binned quantile)"``.
     epsilon, delta : float
         The (ε, δ)-DP guarantee actually achieved by the code (δ = 0 for pure DP).
-    neighbouring : str
-        The neighbouring relation the guarantee refers to.
+    relation : Relation
+        The neighbouring relation the guarantee refers to (a string naming one is accepted).
     sensitivity : str
         The sensitivity used, in words and numbers.
     details : Mapping
         Other released or public quantities (levels, bin counts, accountant figures).
     notes : tuple of str
         Caveats a reader must see (e.g. "no informative release possible").
+    seeded : bool
+        True when the noise came from a user-given seed: reproducible, so private only while
+        the seed stays secret.
+
+    Examples
+    --------
+    >>> r = PrivacyReport("Laplace mechanism", epsilon=0.5, relation="add/remove-one")
+    >>> r.under(Relation.REPLACE_ONE).epsilon
+    1.0
     """
 
     mechanism: str
     epsilon: float
     delta: float = 0.0
-    neighbouring: str = REPLACE_ONE_N_PUBLIC
+    relation: Relation = Relation.REPLACE_ONE
     sensitivity: str = ""
     details: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    seeded: bool = False
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "relation", Relation.coerce(self.relation))
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
         object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "seeded", bool(self.seeded))
 
     def __reduce__(self):  # mappingproxy is not picklable: rebuild from a plain dict
         return (
@@ -55,17 +114,54 @@ class PrivacyReport:
                 self.mechanism,
                 self.epsilon,
                 self.delta,
-                self.neighbouring,
+                self.relation,
                 self.sensitivity,
                 dict(self.details),
                 self.notes,
+                self.seeded,
             ),
         )
+
+    @property
+    def neighbouring(self) -> str:
+        """The neighbouring relation in words."""
+        return self.relation.description
 
     @property
     def pure(self) -> bool:
         """True for pure ε-DP (δ = 0)."""
         return self.delta == 0.0
+
+    def under(self, relation: Relation | str) -> PrivacyReport:
+        """The same guarantee stated under ``relation``.
+
+        Add/remove ⇒ replace-one by group privacy of size 2: ``(2ε, (1 + e^ε) δ)``.
+        Replace-one ⇒ add/remove is refused (no general conversion).
+        """
+        relation = Relation.coerce(relation)
+        if relation is self.relation:
+            return self
+        if self.relation is Relation.ADD_REMOVE and relation is Relation.REPLACE_ONE:
+            eps = 2.0 * self.epsilon
+            delta = (
+                0.0
+                if self.pure
+                else min(1.0, (1.0 + math.exp(min(self.epsilon, 700.0))) * self.delta)
+            )
+            return replace(
+                self,
+                epsilon=eps,
+                delta=delta,
+                relation=relation,
+                notes=(
+                    *self.notes,
+                    "converted from add/remove-one to replace-one by group privacy (2ε, (1+e^ε)δ)",
+                ),
+            )
+        raise ValueError(
+            f"cannot convert a guarantee under {self.relation.value} to {relation.value}: "
+            "replace-one with n public implies nothing about data sets of different sizes"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -73,10 +169,12 @@ class PrivacyReport:
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
             "delta": self.delta,
+            "relation": self.relation.value,
             "neighbouring": self.neighbouring,
             "sensitivity": self.sensitivity,
             "details": dict(self.details),
             "notes": list(self.notes),
+            "seeded": self.seeded,
         }
 
     def __str__(self) -> str:
@@ -96,44 +194,73 @@ class PrivacyReport:
             shown = f"{value:.6g}" if isinstance(value, float) else str(value)
             lines.append(f"  {key}: {shown}")
         lines.extend(f"note: {note}" for note in self.notes)
+        if self.seeded:
+            lines.append(f"note: {SEEDED_NOTE}")
         return "\n".join(lines)
 
 
-def compose_sequential(reports: Iterable[PrivacyReport], mechanism: str) -> PrivacyReport:
-    """Basic sequential composition on the same data: ε and δ add up."""
-    reports = list(reports)
-    if not reports:
-        raise ValueError("reports is empty")
-    return PrivacyReport(
-        mechanism=mechanism,
-        epsilon=math.fsum(r.epsilon for r in reports),
-        delta=math.fsum(r.delta for r in reports),
-        neighbouring=reports[0].neighbouring,
-        sensitivity="see parts",
-        details={f"part {i + 1}": r.mechanism for i, r in enumerate(reports)},
-        notes=("basic sequential composition of the parts on the same data",),
-    )
+def _common_relation(
+    reports: list[PrivacyReport], relation: Relation | str | None
+) -> list[PrivacyReport]:
+    if relation is not None:
+        return [r.under(relation) for r in reports]
+    relations = {r.relation for r in reports}
+    if len(relations) > 1:
+        names = ", ".join(sorted(r.value for r in relations))
+        raise ValueError(
+            f"cannot compose reports under different neighbouring relations ({names}); pass "
+            "relation= to convert them explicitly (add/remove-one converts to replace-one)"
+        )
+    return reports
 
 
-def compose_disjoint(reports: Iterable[PrivacyReport], mechanism: str) -> PrivacyReport:
-    """Parallel composition over disjoint sets of people: the guarantee is the worst part's.
+def compose_sequential(
+    reports: Iterable[PrivacyReport], mechanism: str, *, relation: Relation | str | None = None
+) -> PrivacyReport:
+    """Basic sequential composition on the same data: ε and δ add up.
 
-    Valid when each person's record enters exactly one part (e.g. a model trained on one set of
-    patients and calibrated on another). Each person then enjoys that part's (ε, δ).
+    All parts must be under one relation, or ``relation=`` converts each explicitly
+    (:meth:`PrivacyReport.under`); mixed relations without it are an error.
     """
     reports = list(reports)
     if not reports:
         raise ValueError("reports is empty")
+    reports = _common_relation(reports, relation)
+    return PrivacyReport(
+        mechanism=mechanism,
+        epsilon=math.fsum(r.epsilon for r in reports),
+        delta=min(1.0, math.fsum(r.delta for r in reports)),
+        relation=reports[0].relation,
+        sensitivity="see parts",
+        details={f"part {i + 1}": r.mechanism for i, r in enumerate(reports)},
+        notes=("basic sequential composition of the parts on the same data",),
+        seeded=any(r.seeded for r in reports),
+    )
+
+
+def compose_disjoint(
+    reports: Iterable[PrivacyReport], mechanism: str, *, relation: Relation | str | None = None
+) -> PrivacyReport:
+    """Parallel composition over disjoint sets of people: the guarantee is the worst part's.
+
+    Valid when each person's record enters exactly one part (e.g. a model trained on one set of
+    patients and calibrated on another). Each person then enjoys that part's (ε, δ). All parts
+    must be under one relation, or ``relation=`` converts each explicitly.
+    """
+    reports = list(reports)
+    if not reports:
+        raise ValueError("reports is empty")
+    reports = _common_relation(reports, relation)
     return PrivacyReport(
         mechanism=mechanism,
         epsilon=max(r.epsilon for r in reports),
         delta=max(r.delta for r in reports),
-        neighbouring="each person's record is in exactly one part; per part: "
-        + "; ".join(r.neighbouring for r in reports),
+        relation=reports[0].relation,
         sensitivity="see parts",
         details={
             f"part {i + 1}": f"{r.mechanism} ({r.epsilon:.4g}, {r.delta:.3g})"
             for i, r in enumerate(reports)
         },
         notes=("parallel composition: the parts use disjoint people",),
+        seeded=any(r.seeded for r in reports),
     )

@@ -32,7 +32,7 @@ from dpuq.quantile import (
     min_epsilon,
     private_quantile,
 )
-from dpuq.report import REPLACE_ONE_N_PUBLIC, PrivacyReport
+from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
     "PrivateCalibration",
@@ -195,7 +195,7 @@ def calibrate(
         "(Angelopoulos et al. 2022, Algorithm 3, exact sensitivity normalisation)",
         epsilon=epsilon,
         delta=0.0,
-        neighbouring=REPLACE_ONE_N_PUBLIC,
+        relation=Relation.REPLACE_ONE,
         sensitivity=f"utility max((1-q)L_j, q U_j) moves by at most max(q, 1-q) = "
         f"{max(q, 1 - q):.6g} (q = q̃)"
         if informative

@@ -38,7 +38,7 @@ from dpuq.experiments.common import Method, MethodResult, compare_methods, text_
 from dpuq.experiments.evaluation import ScorePool, random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
 from dpuq.mechanisms.randomness import check_random_state
-from dpuq.report import REPLACE_ONE_N_PUBLIC, PrivacyReport, compose_disjoint
+from dpuq.report import PrivacyReport, Relation, compose_disjoint
 
 __all__ = ["DemoConfig", "DemoResult", "format_demo", "run_demo", "write_report"]
 
@@ -184,7 +184,7 @@ def _calibration_report(n: int, epsilon: float, level: float | None, m) -> Priva
         "quantiles, Angelopoulos et al. 2022, Algorithm 3)",
         epsilon=epsilon,
         delta=0.0,
-        neighbouring=REPLACE_ONE_N_PUBLIC,
+        relation=Relation.REPLACE_ONE,
         sensitivity="max(q̃, 1 - q̃) on the binned-quantile utility",
         details={"n": n, "level (q̃)": level, "n_bins": m},
     )
@@ -196,7 +196,9 @@ def _combined(train: PrivacyReport | None, cal: PrivacyReport | None) -> Privacy
     if cal is None:
         return None
     return compose_disjoint(
-        [train, cal], "private training, then private calibration on other people"
+        [train, cal],
+        "private training, then private calibration on other people",
+        relation=Relation.REPLACE_ONE,
     )
 
 

@@ -149,10 +149,11 @@ def _load_cache(path: Path) -> list[TrainedModel] | None:
                     mechanism=p["mechanism"],
                     epsilon=p["epsilon"],
                     delta=p["delta"],
-                    neighbouring=p["neighbouring"],
+                    relation=p.get("relation", "add/remove-one"),
                     sensitivity=p["sensitivity"],
                     details=p["details"],
                     notes=tuple(p["notes"]),
+                    seeded=p.get("seeded", False),
                 )
             models.append(TrainedModel(m["name"], f[f"probs_{i}"], report, m["info"]))
     return models

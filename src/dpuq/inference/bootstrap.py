@@ -30,7 +30,6 @@ import numpy as np
 
 from dpuq._validation import check_array_1d, check_epsilon, check_in_open_unit
 from dpuq.inference._data import (
-    REPLACE_ONE_DATA,
     Statistic,
     check_bounds,
     check_data,
@@ -46,7 +45,7 @@ from dpuq.inference.aggregation import (
 )
 from dpuq.mechanisms.laplace import laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.report import PrivacyReport
+from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -442,7 +441,7 @@ def private_bootstrap_cdf(
         report = PrivacyReport(
             mechanism="private bootstrap ensemble (SPEC D, Algorithm 2)",
             epsilon=eps,
-            neighbouring=REPLACE_ONE_DATA,
+            relation=Relation.REPLACE_ONE,
             sensitivity=f"1/s = {1 / s:.6g} per threshold ({tv.size}/s in L1 over "
             f"{tv.size} threshold(s))",
             details=_ensemble_details(res, statistic=str(stat), noise_scale=scale),
@@ -475,7 +474,7 @@ def private_bootstrap_cdf(
         mechanism="naive private bootstrap (SPEC D, Algorithm 1)",
         epsilon=priv.epsilon,
         delta=priv.delta,
-        neighbouring=REPLACE_ONE_DATA,
+        relation=Relation.REPLACE_ONE,
         sensitivity=f"per appearance of a record: {scale0 * eps:.6g}; "
         f"resample noise Laplace({scale_i:.6g})",
         details={
@@ -597,7 +596,7 @@ def private_bootstrap_cdf_grid(
         mechanism="private bootstrap ensemble, all thresholds (SPEC D, Theorem 2: tree "
         "mechanism + monotone projection)",
         epsilon=eps,
-        neighbouring=REPLACE_ONE_DATA,
+        relation=Relation.REPLACE_ONE,
         sensitivity=f"2/s per tree level in L1, 2D/s = {2 * tree.depth / s:.6g} in total",
         details=_ensemble_details(
             res,
@@ -745,7 +744,7 @@ def private_studentized_cdf(
         mechanism="studentized private bootstrap ensemble (SPEC D, Theorem 3): private "
         "median + clamped mean",
         epsilon=eps,
-        neighbouring=REPLACE_ONE_DATA,
+        relation=Relation.REPLACE_ONE,
         sensitivity="per threshold: median utility 1; clamped mean 2 w/s "
         f"(w = {max(widths):.4g} at most)",
         details=_ensemble_details(

@@ -36,7 +36,6 @@ import numpy as np
 
 from dpuq._validation import check_epsilon, check_positive_int
 from dpuq.inference._data import (
-    REPLACE_ONE_DATA,
     Statistic,
     check_bounds,
     check_data,
@@ -48,7 +47,7 @@ from dpuq.mechanisms.exponential import (
 )
 from dpuq.mechanisms.laplace import laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.report import PrivacyReport
+from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
     "DEFAULT_MEDIAN_CANDIDATES",
@@ -155,7 +154,7 @@ def _report(stat_name: str, epsilon: float, sensitivity: str, **details) -> Priv
     return PrivacyReport(
         mechanism=mech,
         epsilon=epsilon,
-        neighbouring=REPLACE_ONE_DATA,
+        relation=Relation.REPLACE_ONE,
         sensitivity=sensitivity,
         details=details,
     )

@@ -47,7 +47,6 @@ from scipy.special import erfcx, log_ndtr, ndtri
 
 from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.inference._data import (
-    REPLACE_ONE_DATA,
     Statistic,
     UninformativeIntervalWarning,
     check_bounds,
@@ -76,7 +75,7 @@ from dpuq.inference.estimates import (
 )
 from dpuq.mechanisms.laplace import laplace_cdf
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.report import PrivacyReport
+from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
     "ConfidenceInterval",
@@ -344,7 +343,7 @@ def _ensemble_interval(
         mechanism="private bootstrap confidence interval (SPEC D; ensemble, studentized, "
         "clamped-mean aggregation of the subsets' quantiles)",
         epsilon=e_est + e_cdf,
-        neighbouring=REPLACE_ONE_DATA,
+        relation=Relation.REPLACE_ONE,
         sensitivity=f"estimate: {est.privacy_report.sensitivity}; variance: R^2/n; "
         f"aggregates: 2 w/s (w = {w_h:.4g} for log h"
         + ("" if symmetric else f", {R_HALF_WIDTH:g} for r")
@@ -456,7 +455,7 @@ def _ensemble_cdf_interval(
             mechanism="private bootstrap confidence interval (SPEC D literal): only the "
             "estimate was released; the interval [a, b] is data-independent",
             epsilon=e_est,
-            neighbouring=REPLACE_ONE_DATA,
+            relation=Relation.REPLACE_ONE,
             sensitivity=f"estimate: {est.privacy_report.sensitivity}",
             details={**base, "epsilon_cdf_spent": 0.0},
             notes=(reason,),
@@ -506,7 +505,7 @@ def _ensemble_cdf_interval(
         mechanism="private bootstrap confidence interval (SPEC D literal: all-thresholds tree "
         "CDF, uniform slack)",
         epsilon=e_est + e_cdf,
-        neighbouring=REPLACE_ONE_DATA,
+        relation=Relation.REPLACE_ONE,
         sensitivity=f"estimate: {est.privacy_report.sensitivity}; CDF tree: 2D/s = "
         f"{2 * depth / s:.4g}",
         details={**base, "epsilon_cdf": e_cdf, "n_resamples": tt, "depth": depth},
@@ -533,7 +532,7 @@ def _naive_interval(data, bnds, stat, alpha, e_est, e_cdf, tt, rng, delta):
         mechanism="naive private bootstrap interval (SPEC D, Algorithm 1)",
         epsilon=priv.epsilon,
         delta=priv.delta,
-        neighbouring=REPLACE_ONE_DATA,
+        relation=Relation.REPLACE_ONE,
         sensitivity=f"per appearance of a record {scale0 * e_est:.6g}",
         details={
             "n": n,
@@ -795,7 +794,7 @@ def normal_approximation_interval(
     report = PrivacyReport(
         mechanism="normal approximation with Laplace mean and Laplace variance",
         epsilon=e_mean + e_var,
-        neighbouring=REPLACE_ONE_DATA,
+        relation=Relation.REPLACE_ONE,
         sensitivity="mean R/n; variance R^2/n",
         details={"n": data.size, "mean_noise_scale": ms, "variance_noise_scale": vs},
         notes=("first-order accurate only: ignores skewness",),

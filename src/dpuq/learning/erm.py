@@ -32,7 +32,7 @@ from dpuq.mechanisms.exponential import (
     exponential_mechanism_log_probabilities,
 )
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.report import PrivacyReport
+from dpuq.report import PrivacyReport, Relation
 
 __all__ = ["PrivateERMClassifier", "pac_sample_complexity"]
 
@@ -133,7 +133,7 @@ class PrivateERMClassifier:
             mechanism="exponential mechanism over a finite concept class (private ERM)",
             epsilon=epsilon,
             delta=0.0,
-            neighbouring=REPLACE_ONE_EXAMPLE,
+            relation=Relation.REPLACE_ONE,
             sensitivity="utility -L_X(c) (empirical error): Δu = 1/n",
             details={
                 "concept class": repr(cc),

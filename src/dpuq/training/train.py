@@ -13,7 +13,7 @@ from torch import nn
 from dpuq import accounting
 from dpuq._progress import progress
 from dpuq._validation import _as_float, check_epsilon, check_in_open_unit, check_positive_int
-from dpuq.report import PrivacyReport
+from dpuq.report import PrivacyReport, Relation
 from dpuq.training.schedules import as_schedule, learning_rates
 
 __all__ = [
@@ -289,7 +289,7 @@ def _private_report(
         mechanism=f"{name} (Poisson-subsampled Gaussian on clipped per-example gradients, Opacus)",
         epsilon=float(eps_primary),
         delta=float(delta),
-        neighbouring=accounting.NEIGHBOURING_ADD_REMOVE,
+        relation=Relation.ADD_REMOVE,
         sensitivity=f"per-example gradients clipped to L2 norm C = {details['max_grad_norm']:g}; "
         "Gaussian noise of std σ_t·C on their sum",
         details=all_details,
@@ -602,7 +602,7 @@ def train_classifier(
             mechanism="SGD (non-private)",
             epsilon=math.inf,
             delta=1.0,
-            neighbouring="none: the model is not private",
+            relation=Relation.REPLACE_ONE,
             sensitivity="unbounded (no clipping, no noise)",
             details={"steps": len(range(steps)), **details},
             notes=("Not private: do not release this model if the training data is sensitive.",),

@@ -9,6 +9,7 @@ from scipy.stats import norm
 from dpuq import accounting as A
 
 P_MNIST = 256 / 60000
+AR = "add/remove-one"  # the relation of the SPEC's known values and of Opacus
 
 
 def steps_for(epochs: float) -> int:
@@ -19,12 +20,12 @@ class TestGdpKnownValues:
     """SPEC B: p = 256/60000, δ = 1e-5 (Bu et al. 2020's MNIST settings)."""
 
     def test_sigma_1_06_twenty_epochs(self):
-        mu = A.gdp_mu(P_MNIST, np.full(steps_for(20), 1.06))
+        mu = A.gdp_mu(P_MNIST, np.full(steps_for(20), 1.06), relation=AR)
         assert mu == pytest.approx(0.350, abs=5e-4)
         assert A.gdp_epsilon(mu, 1e-5) == pytest.approx(1.34, abs=5e-3)
 
     def test_sigma_0_638_seventy_epochs(self):
-        mu = A.gdp_mu(P_MNIST, np.full(steps_for(70), 0.638))
+        mu = A.gdp_mu(P_MNIST, np.full(steps_for(70), 0.638), relation=AR)
         assert mu == pytest.approx(1.785, abs=5e-4)
         assert A.gdp_epsilon(mu, 1e-5) == pytest.approx(8.70, abs=5e-3)
 
@@ -43,10 +44,10 @@ class TestGdpKnownValues:
         # One full-batch step (p = 1) with noise multiplier σ is exactly (1/σ)-GDP, whose
         # (ε, δ) curve is the Gaussian mechanism's (Balle & Wang 2018): compare with PLD.
         sigma = 2.0
-        mu = A.gdp_mu(1.0, [sigma])
+        mu = A.gdp_mu(1.0, [sigma], relation=AR)
         assert mu == pytest.approx(math.sqrt(math.expm1(1 / sigma**2)))
         # the CLT μ with p = 1 is not 1/σ; the exact Gaussian curve is by PLD:
-        eps_pld = A.pld_epsilon(1.0, [sigma], 1e-5, discretization=1e-4)
+        eps_pld = A.pld_epsilon(1.0, [sigma], 1e-5, discretization=1e-4, relation=AR)
         assert A.gdp_delta(1 / sigma, eps_pld) == pytest.approx(1e-5, rel=0.05)
 
     def test_small_delta_is_finite(self):
@@ -59,13 +60,13 @@ class TestGdpKnownValues:
 class TestHeterogeneousSigma:
     def test_equal_sigmas_match_homogeneous_formula(self):
         sigma, t = 1.3, 1234
-        mu = A.gdp_mu(P_MNIST, [sigma] * t)
+        mu = A.gdp_mu(P_MNIST, [sigma] * t, relation=AR)
         assert mu == pytest.approx(P_MNIST * math.sqrt(t * math.expm1(1 / sigma**2)), rel=1e-12)
 
     def test_sum_over_steps(self):
         sig = np.array([0.9, 1.0, 1.5, 3.0])
         want = P_MNIST * math.sqrt(sum(math.exp(1 / s**2) - 1 for s in sig))
-        assert A.gdp_mu(P_MNIST, sig) == pytest.approx(want, rel=1e-12)
+        assert A.gdp_mu(P_MNIST, sig, relation=AR) == pytest.approx(want, rel=1e-12)
 
     def test_order_does_not_matter(self, rng):
         sig = rng.uniform(0.8, 3.0, size=500)
@@ -82,8 +83,8 @@ class TestHeterogeneousSigma:
 class TestPld:
     def test_homogeneous_against_known_gdp_gap(self):
         # At the SPEC's first known value the CLT understates ε: PLD is larger.
-        eps_gdp = A.gdp_epsilon(A.gdp_mu(P_MNIST, [1.06] * steps_for(20)), 1e-5)
-        eps_pld = A.pld_epsilon(P_MNIST, [1.06] * steps_for(20), 1e-5)
+        eps_gdp = A.gdp_epsilon(A.gdp_mu(P_MNIST, [1.06] * steps_for(20), relation=AR), 1e-5)
+        eps_pld = A.pld_epsilon(P_MNIST, [1.06] * steps_for(20), 1e-5, relation=AR)
         assert eps_gdp == pytest.approx(1.34, abs=5e-3)
         assert eps_pld >= eps_gdp
         assert eps_pld == pytest.approx(1.41, abs=0.02)
@@ -95,8 +96,8 @@ class TestPld:
             batch_size=256, max_grad_norm=1.0, temperature=0.03, learning_rate=eta, n_samples=60000
         )
         assert np.all(np.diff(sig) > 0)
-        eps_gdp = A.gdp_epsilon(A.gdp_mu(P_MNIST, sig), 1e-5)
-        eps_pld = A.pld_epsilon(P_MNIST, sig, 1e-5)
+        eps_gdp = A.gdp_epsilon(A.gdp_mu(P_MNIST, sig, relation=AR), 1e-5)
+        eps_pld = A.pld_epsilon(P_MNIST, sig, 1e-5, relation=AR)
         assert eps_pld >= eps_gdp - 1e-3
 
     def test_bucketing_is_an_upper_bound_close_to_exact(self):
@@ -113,7 +114,7 @@ class TestPld:
         acc = PRVAccountant()
         acc.history = [(0.9, 0.01, 200), (1.1, 0.01, 300), (1.4, 0.01, 400)]
         theirs = acc.get_epsilon(delta=1e-5)
-        ours = A.pld_epsilon(0.01, sig, 1e-5, discretization=1e-4)
+        ours = A.pld_epsilon(0.01, sig, 1e-5, discretization=1e-4, relation=AR)
         assert ours == pytest.approx(theirs, rel=0.03)
 
     def test_rdp_is_looser(self):
@@ -121,19 +122,91 @@ class TestPld:
         assert A.rdp_epsilon(0.01, sig, 1e-5) >= A.pld_epsilon(0.01, sig, 1e-5)
 
 
+class TestReplaceOne:
+    """Replace-one (n public), dp-accounting's own analysis of Poisson-subsampled Gaussians."""
+
+    def test_issue_value_sigma_1_p_001_1000_steps(self):
+        sig = np.full(1000, 1.0)
+        assert A.pld_epsilon(0.01, sig, 1e-5) == pytest.approx(2.84, abs=0.01)
+        assert A.pld_epsilon(0.01, sig, 1e-5, relation=AR) == pytest.approx(1.83, abs=0.01)
+
+    def test_tighter_than_doubling_and_never_below_add_remove(self):
+        for p, sigma, k in ((0.01, 1.0, 1000), (0.05, 2.0, 300), (0.2, 0.8, 50)):
+            sig = np.full(k, sigma)
+            e_ar = A.pld_epsilon(p, sig, 1e-5, relation=AR)
+            e_ro = A.pld_epsilon(p, sig, 1e-5)
+            assert e_ar < e_ro < 2 * e_ar
+
+    def test_matches_dp_accountings_accountant_object(self):
+        dpa = pytest.importorskip("dp_accounting")
+        acc = dpa.pld.PLDAccountant(
+            neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE,
+            value_discretization_interval=1e-3,
+        )
+        acc.compose(dpa.PoissonSampledDpEvent(0.02, dpa.GaussianDpEvent(1.3)), 400)
+        ours = A.pld_epsilon(0.02, np.full(400, 1.3), 1e-5)
+        assert ours == pytest.approx(acc.get_epsilon(1e-5), rel=1e-6)
+
+    def test_full_batch_is_the_gaussian_with_twice_the_sensitivity(self):
+        # p = 1: replace-one moves the sum by 2C; add/remove with σ/2 is the same mechanism
+        e_ro = A.pld_epsilon(1.0, [2.0], 1e-5, discretization=1e-4)
+        e_ar = A.pld_epsilon(1.0, [1.0], 1e-5, discretization=1e-4, relation=AR)
+        assert e_ro == pytest.approx(e_ar, rel=1e-3)
+
+    def test_gdp_is_twice_mu(self):
+        sig = np.full(500, 1.2)
+        assert A.gdp_mu(0.01, sig) == pytest.approx(2 * A.gdp_mu(0.01, sig, relation=AR))
+
+    def test_rdp_by_group_privacy_is_valid_and_looser(self):
+        sig = np.full(1000, 1.0)
+        e_rdp_ar = A.rdp_epsilon(0.01, sig, 1e-5, relation=AR)
+        e_rdp = A.rdp_epsilon(0.01, sig, 1e-5)
+        assert A.pld_epsilon(0.01, sig, 1e-5) <= e_rdp
+        # (2ε', (1+e^ε')δ') at some δ' <= δ/2: at least twice the add/remove ε at δ/2
+        assert e_rdp >= 2 * A.rdp_epsilon(0.01, sig, 5e-6, relation=AR) - 1e-9
+        assert e_rdp > e_rdp_ar
+
+    @pytest.mark.parametrize("accountant", ["pld", "gdp", "rdp"])
+    def test_calibration_under_each_relation(self, accountant):
+        p, steps = 0.02, 200
+        for rel in ("replace-one", AR):
+            sigma = A.calibrate_noise_multiplier(
+                sample_rate=p, steps=steps, epsilon=1.0, delta=1e-5, accountant=accountant,
+                relation=rel,
+            )  # fmt: skip
+            assert A.epsilon_spent(p, [sigma] * steps, 1e-5, accountant, relation=rel) <= 1.0
+        s_ro = A.calibrate_noise_multiplier(
+            sample_rate=p, steps=steps, epsilon=1.0, delta=1e-5, accountant=accountant
+        )
+        s_ar = A.calibrate_noise_multiplier(
+            sample_rate=p, steps=steps, epsilon=1.0, delta=1e-5, accountant=accountant,
+            relation=AR,
+        )  # fmt: skip
+        assert s_ro > s_ar  # replace-one needs more noise for the same ε
+
+    def test_unknown_relation(self):
+        with pytest.raises(ValueError, match="relation must be one of"):
+            A.pld_epsilon(0.01, [1.0], 1e-5, relation="swap")
+
+
 class TestPlanning:
-    @pytest.mark.parametrize("accountant", ["gdp", "pld", "rdp"])
-    def test_max_steps_is_the_last_prefix_that_fits(self, accountant):
+    @pytest.mark.parametrize(
+        "accountant, relation",
+        [("gdp", "replace-one"), ("pld", "replace-one"), ("pld", AR), ("rdp", AR),
+         ("rdp", "replace-one")],
+    )  # fmt: skip
+    def test_max_steps_is_the_last_prefix_that_fits(self, accountant, relation):
         eta = 0.5 * (1 + np.arange(400) // 100) ** -0.6  # four constant stretches
         sig = A.dpsgld_noise_multiplier(
             batch_size=64, max_grad_norm=1.0, temperature=0.2, learning_rate=eta, n_samples=2000
         )
         p = 64 / 2000
-        eps = 1.0
-        k = A.max_steps(p, sig, epsilon=eps, delta=1e-5, accountant=accountant)
+        eps = 2.0 if (accountant, relation) == ("rdp", "replace-one") else 1.0
+        kw = dict(accountant=accountant, relation=relation)
+        k = A.max_steps(p, sig, epsilon=eps, delta=1e-5, **kw)
         assert 0 < k < sig.size
-        assert A.epsilon_spent(p, sig[:k], 1e-5, accountant) <= eps
-        assert A.epsilon_spent(p, sig[: k + 1], 1e-5, accountant) > eps
+        assert A.epsilon_spent(p, sig[:k], 1e-5, **kw) <= eps
+        assert A.epsilon_spent(p, sig[: k + 1], 1e-5, **kw) > eps
 
     def test_max_steps_whole_schedule(self):
         assert A.max_steps(0.01, [5.0] * 50, epsilon=1.0, delta=1e-5) == 50

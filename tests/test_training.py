@@ -163,7 +163,7 @@ class TestEndToEnd:
             batch_size=60, max_grad_norm=1.0, temperature=0.3, learning_rate=eta, n_samples=600
         )
         assert accounting.pld_epsilon(0.1, sig, 1e-5) > 1.0
-        assert d["epsilon (GDP CLT)"] <= report.epsilon + 1e-3
+        assert report.relation == "replace-one" and report.seeded
         probs = predict_proba(model, x[:50])
         np.testing.assert_allclose(probs.sum(1), 1.0)
         assert not model.training
@@ -184,9 +184,29 @@ class TestEndToEnd:
         )
         assert report.details["steps"] == report.details["planned steps"] == 30
         assert 1.9 < report.epsilon <= 2.0
-        assert "add/remove" in report.neighbouring
+        assert report.relation == "replace-one"
+        assert report.seeded
+        text = str(report)
+        assert "floating-point" in text and "Opacus" in text
+        assert "Released: the last iterate" in text
 
-    def test_sgd_and_posterior_average(self, digits):
+    def test_relation_named_by_the_user(self, digits):
+        x, y = digits
+        kw = dict(method="dpsgd", epsilon=2.0, delta=1e-5, epochs=3, batch_size=60,
+                  show_progress=False)  # fmt: skip
+        _, ro = train_classifier(small_cnn(10, image_size=8), (x, y), random_state=1, **kw)
+        _, ar = train_classifier(
+            small_cnn(10, image_size=8), (x, y), relation="add/remove-one", **kw
+        )
+        assert ar.relation == "add/remove-one" and not ar.seeded
+        assert 1.9 < ar.epsilon <= 2.0
+        # the same ε under replace-one needs more noise (one swap = two add/remove steps at most)
+        s_ro, s_ar = ro.details["noise multiplier min"], ar.details["noise multiplier min"]
+        assert s_ro > s_ar
+        eps_ar_as_ro = accounting.pld_epsilon(0.1, [s_ar] * 30, 1e-5)
+        assert 2.0 < eps_ar_as_ro < 4.0
+
+    def test_sgd_and_iterate_average(self, digits):
         x, y = digits
         torch.manual_seed(0)
         model, report = train_classifier(
@@ -196,10 +216,11 @@ class TestEndToEnd:
             epochs=5,
             batch_size=32,
             learning_rate=0.5,
-            posterior_samples=4,
+            iterate_averaging=4,
             random_state=0,
             show_progress=False,
         )
+        assert report.details["averaged iterates"] == 4
         assert math.isinf(report.epsilon)
         assert isinstance(model, PosteriorAverage) and len(model.members) == 4
         probs = predict_proba(model, x)
@@ -207,6 +228,29 @@ class TestEndToEnd:
         assert np.mean(probs.argmax(1) == y) > 0.8  # trained, on its own training data
         member_probs = np.mean([predict_proba(m, x) for m in model.members], axis=0)
         np.testing.assert_allclose(probs, member_probs, atol=1e-6)
+
+    def test_dpsgd_weight_averaging_and_deprecated_alias(self, digits):
+        x, y = digits
+        kw = dict(method="dpsgd", epsilon=2.0, delta=1e-5, epochs=2, batch_size=60,
+                  random_state=0, show_progress=False)  # fmt: skip
+        torch.manual_seed(0)
+        model, report = train_classifier(
+            small_cnn(10, image_size=8), (x, y), iterate_averaging=5, averaging="weights", **kw
+        )
+        assert isinstance(model, nn.Sequential)  # one network holding the mean weights
+        assert report.details["averaging"] == "weights"
+        assert "post-processing" in str(report) and "weights of 5 late iterates" in str(report)
+        torch.manual_seed(0)
+        with pytest.warns(DeprecationWarning, match="iterate_averaging"):
+            avg, rep = train_classifier(
+                small_cnn(10, image_size=8), (x, y), posterior_samples=5, **kw
+            )
+        assert isinstance(avg, PosteriorAverage) and len(avg.members) == 5
+        # the mean of the members' weights is the weight-averaged model (same seed, same run)
+        for name, p in model.named_parameters():
+            members = torch.stack([dict(m.named_parameters())[name] for m in avg.members])
+            torch.testing.assert_close(p, members.mean(0))
+        assert rep.epsilon == report.epsilon
 
     def test_reproducible_with_a_seed(self, digits):
         x, y = digits

@@ -5,8 +5,22 @@ with rate ``p = B / N``, clips every per-example gradient to L2 norm ``C`` and a
 ``N(0, σ_t² C² I)`` to their sum. One step is the Poisson-subsampled Gaussian mechanism with
 noise multiplier ``σ_t`` (sensitivity ``C``, noise ``σ_t C``). Steps compose adaptively.
 
-- **Neighbouring relation**: add/remove one training example (the relation under which Poisson
-  subsampling is analysed). Under replace-one the guarantee is that of two add/remove steps.
+- **Neighbouring relation** (:class:`dpuq.report.Relation`), named by every function here with
+  ``relation=`` (default replace-one, the relation of the rest of dpuq):
+
+  - *replace-one* (``N`` public; one person's record swapped for another's): by PLD,
+    dp-accounting's own analysis of the Poisson-subsampled Gaussian under
+    ``NeighboringRelation.REPLACE_ONE``: the worst pair of outputs is
+    ``(1−p) N(0, σ²) + p N(−1, σ²)`` against ``(1−p) N(0, σ²) + p N(+1, σ²)`` (in units of ``C``:
+    the swapped record's clipped gradient ``g`` becomes ``g'``, ``||g − g'|| <= 2C``, but each is
+    sampled with probability ``p``). Far tighter than doubling the add/remove ε: ``σ = 1``,
+    ``p = 0.01``, 1,000 steps, ``δ = 1e-5`` give ε = 2.84 against 1.83 under add/remove.
+  - *add/remove-one*: the relation under which Poisson subsampling is classically analysed.
+
+  GDP under replace-one is ``2μ``-GDP (group privacy of size 2 for GDP, Dong, Roth, Su 2019,
+  Thm 2.14); RDP under replace-one is the add/remove RDP bound converted by group privacy,
+  ``(2ε', (1 + e^ε') δ')`` at the ``δ'`` that meets the target ``δ`` (dp-accounting's RDP
+  accountant has no replace-one analysis of Poisson subsampling).
 - **GDP central limit** (Dong, Roth, Su 2019; Bu et al. 2020), the seed paper's accountant:
   ``μ = p · sqrt(Σ_t (exp(1/σ_t²) − 1))`` and
   ``δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)``. It is an asymptotic approximation and can
@@ -31,6 +45,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 from dpuq._validation import _as_float, check_epsilon, check_in_open_unit, check_positive_int
+from dpuq.report import Relation
 
 __all__ = [
     "ACCOUNTANTS",
@@ -52,10 +67,11 @@ DEFAULT_DISCRETIZATION = 1e-3
 #: Accountants accepted by :func:`epsilon_spent`, :func:`max_steps` and the trainers.
 ACCOUNTANTS = ("pld", "rdp", "gdp")
 
-NEIGHBOURING_ADD_REMOVE = (
-    "add/remove one training example (Poisson subsampling with rate p = B/N; under replace-one "
-    "the guarantee is that of composing two add/remove steps)"
-)
+NEIGHBOURING_ADD_REMOVE = Relation.ADD_REMOVE.description
+
+
+def _check_relation(relation) -> Relation:
+    return Relation.coerce(relation)
 
 
 def _check_sample_rate(sample_rate) -> float:
@@ -154,8 +170,16 @@ def dpsgld_noise_multiplier(
     return float(sigma) if sigma.ndim == 0 else sigma
 
 
-def gdp_mu(sample_rate: float, noise_multipliers: Sequence[float] | np.ndarray) -> float:
+def gdp_mu(
+    sample_rate: float,
+    noise_multipliers: Sequence[float] | np.ndarray,
+    *,
+    relation: Relation | str = Relation.REPLACE_ONE,
+) -> float:
     """GDP central-limit parameter ``μ = p · sqrt(Σ_t (exp(1/σ_t²) − 1))`` (Bu et al. 2020).
+
+    That ``μ`` is for add/remove neighbours; under replace-one the parameter is ``2μ``
+    (group privacy of size 2 for GDP: Dong, Roth, Su 2019, Thm 2.14).
 
     Parameters
     ----------
@@ -163,6 +187,7 @@ def gdp_mu(sample_rate: float, noise_multipliers: Sequence[float] | np.ndarray) 
         Poisson sampling rate ``p = B / N`` in (0, 1].
     noise_multipliers : array-like of float
         ``σ_t`` of every step taken (all finite and > 0).
+    relation : Relation or str, default "replace-one"
 
     Returns
     -------
@@ -172,15 +197,18 @@ def gdp_mu(sample_rate: float, noise_multipliers: Sequence[float] | np.ndarray) 
     --------
     The SPEC's known value: ``p = 256/60000``, ``σ = 1.06``, 20 epochs (4,688 steps).
 
-    >>> round(gdp_mu(256 / 60000, [1.06] * 4688), 3)
+    >>> round(gdp_mu(256 / 60000, [1.06] * 4688, relation="add/remove-one"), 3)
     0.35
+    >>> round(gdp_mu(256 / 60000, [1.06] * 4688), 3)
+    0.7
     """
     p = _check_sample_rate(sample_rate)
     s = _check_sigmas(noise_multipliers)
+    factor = 2.0 if _check_relation(relation) is Relation.REPLACE_ONE else 1.0
     with np.errstate(over="ignore"):
         terms = np.expm1(1.0 / s**2)
     total = math.fsum(terms.tolist())
-    return p * math.sqrt(total) if math.isfinite(total) else math.inf
+    return factor * p * math.sqrt(total) if math.isfinite(total) else math.inf
 
 
 def _check_mu(mu) -> float:
@@ -300,18 +328,25 @@ def _runs(s: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray]:
     return np.minimum.reduceat(s, starts), lengths
 
 
-def _step_pld(pld_lib, sigma: float, p: float, discretization: float):
+def _neighboring(relation: Relation):
+    dpa, _ = _import_dp_accounting()
+    nr = dpa.NeighboringRelation
+    return nr.REPLACE_ONE if relation is Relation.REPLACE_ONE else nr.ADD_OR_REMOVE_ONE
+
+
+def _step_pld(pld_lib, sigma: float, p: float, discretization: float, relation: Relation):
     return pld_lib.from_gaussian_mechanism(
         standard_deviation=float(sigma),
         sampling_prob=p,
         value_discretization_interval=discretization,
+        neighboring_relation=_neighboring(relation),
     )
 
 
-def _compose(pld_lib, groups, p: float, discretization: float):
+def _compose(pld_lib, groups, p: float, discretization: float, relation: Relation):
     total = None
     for sigma, count in zip(*groups, strict=True):
-        part = _step_pld(pld_lib, sigma, p, discretization).self_compose(int(count))
+        part = _step_pld(pld_lib, sigma, p, discretization, relation).self_compose(int(count))
         total = part if total is None else total.compose(part)
     return total
 
@@ -323,6 +358,7 @@ def pld_epsilon(
     *,
     bucket_ratio: float = 1.01,
     discretization: float = DEFAULT_DISCRETIZATION,
+    relation: Relation | str = Relation.REPLACE_ONE,
 ) -> float:
     """ε at ``delta`` of the composed Poisson-subsampled Gaussian steps, by PLD (rigorous).
 
@@ -340,16 +376,20 @@ def pld_epsilon(
     discretization : float, default 1e-3
         Privacy-loss grid of the PLD (pessimistic rounding: still an upper bound). A finer
         grid gives a slightly smaller ε (about 0.5% at ε = 1 for 1e-4) at ~5x the cost.
+    relation : Relation or str, default "replace-one"
+        The neighbouring relation (dp-accounting's own analysis for each; module docstring).
 
     Returns
     -------
     float
-        An upper bound on the ε of the schedule at ``delta`` (add/remove neighbours).
+        An upper bound on the ε of the schedule at ``delta`` under ``relation``.
 
     Examples
     --------
-    >>> 1.3 < pld_epsilon(256 / 60000, [1.06] * 4688, 1e-5) < 1.5
-    True
+    >>> round(pld_epsilon(0.01, [1.0] * 1000, 1e-5), 2)
+    2.84
+    >>> round(pld_epsilon(0.01, [1.0] * 1000, 1e-5, relation="add/remove-one"), 2)
+    1.83
     """
     p = _check_sample_rate(sample_rate)
     s = _check_sigmas(noise_multipliers)
@@ -358,32 +398,71 @@ def pld_epsilon(
     disc = _as_float(discretization, "discretization")
     if not (0 < disc < 1):
         raise ValueError(f"discretization must be in (0, 1), got {discretization!r}")
+    rel = _check_relation(relation)
     _, pld_lib = _import_dp_accounting()
-    return float(_compose(pld_lib, _grouped(s, r), p, disc).get_epsilon_for_delta(d))
+    return float(_compose(pld_lib, _grouped(s, r), p, disc, rel).get_epsilon_for_delta(d))
 
 
 def rdp_epsilon(
-    sample_rate: float, noise_multipliers, delta: float, *, bucket_ratio: float = 1.01
+    sample_rate: float,
+    noise_multipliers,
+    delta: float,
+    *,
+    bucket_ratio: float = 1.01,
+    relation: Relation | str = Relation.REPLACE_ONE,
 ) -> float:
     """ε at ``delta`` by Rényi-DP accounting (rigorous, usually looser than PLD).
 
-    Steps are grouped as in :func:`pld_epsilon` (each group with its smallest σ).
+    Steps are grouped as in :func:`pld_epsilon` (each group with its smallest σ). Under
+    replace-one: the add/remove bound converted by group privacy (module docstring).
 
     Examples
     --------
-    >>> 1.4 < rdp_epsilon(256 / 60000, [1.06] * 4688, 1e-5) < 1.7
+    >>> 1.4 < rdp_epsilon(256 / 60000, [1.06] * 4688, 1e-5, relation="add/remove-one") < 1.7
     True
     """
     p = _check_sample_rate(sample_rate)
     s = _check_sigmas(noise_multipliers)
     d = _check_delta(delta)
     r = _check_bucket_ratio(bucket_ratio)
+    rel = _check_relation(relation)
     dpa, _ = _import_dp_accounting()
     sig, counts = _grouped(s, r)
     acc = dpa.rdp.RdpAccountant()
     for sigma, count in zip(sig, counts, strict=True):
         acc.compose(dpa.PoissonSampledDpEvent(p, dpa.GaussianDpEvent(float(sigma))), int(count))
-    return float(acc.get_epsilon(d))
+    if rel is Relation.ADD_REMOVE:
+        return float(acc.get_epsilon(d))
+    return _replace_one_by_group_privacy(lambda dd: float(acc.get_epsilon(dd)), d)
+
+
+def _replace_one_by_group_privacy(eps_add_remove, delta: float) -> float:
+    """Smallest ``2 ε'(δ')`` over ``δ'`` with ``(1 + e^ε'(δ')) δ' <= delta`` (bisection on log δ').
+
+    ``eps_add_remove(δ')`` is an add/remove (ε', δ') curve; a replacement is a removal and an
+    addition, so ``(2ε', (1 + e^ε') δ')`` holds under replace-one (group privacy of size 2).
+    Only δ' that meet the constraint are ever returned, so the result is a valid bound.
+    """
+
+    def ok(log_d: float) -> tuple[bool, float]:
+        e = eps_add_remove(math.exp(log_d))
+        return (1.0 + math.exp(min(e, 700.0))) * math.exp(log_d) <= delta, e
+
+    lo, hi = math.log(delta) - 40.0, math.log(delta / 2.0)
+    good, e_lo = ok(lo)
+    if not good:
+        return math.inf
+    good, e_hi = ok(hi)
+    if good:
+        return 2.0 * e_hi
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        good, e_mid = ok(mid)
+        if good:
+            lo, e_lo = mid, e_mid
+        else:
+            hi = mid
+    return 2.0 * e_lo
 
 
 def _check_accountant(accountant: str) -> str:
@@ -393,21 +472,28 @@ def _check_accountant(accountant: str) -> str:
 
 
 def epsilon_spent(
-    sample_rate: float, noise_multipliers, delta: float, accountant: str = "pld"
+    sample_rate: float,
+    noise_multipliers,
+    delta: float,
+    accountant: str = "pld",
+    *,
+    relation: Relation | str = Relation.REPLACE_ONE,
 ) -> float:
     """ε at ``delta`` of a schedule by the named accountant (``"pld"``, ``"rdp"``, ``"gdp"``).
 
     Examples
     --------
-    >>> round(epsilon_spent(256 / 60000, [1.06] * 4688, 1e-5, accountant="gdp"), 2)
+    >>> round(epsilon_spent(256 / 60000, [1.06] * 4688, 1e-5, accountant="gdp",
+    ...                     relation="add/remove-one"), 2)
     1.34
     """
     acc = _check_accountant(accountant)
+    rel = _check_relation(relation)
     if acc == "gdp":
-        return gdp_epsilon(gdp_mu(sample_rate, noise_multipliers), delta)
+        return gdp_epsilon(gdp_mu(sample_rate, noise_multipliers, relation=rel), delta)
     if acc == "rdp":
-        return rdp_epsilon(sample_rate, noise_multipliers, delta)
-    return pld_epsilon(sample_rate, noise_multipliers, delta)
+        return rdp_epsilon(sample_rate, noise_multipliers, delta, relation=rel)
+    return pld_epsilon(sample_rate, noise_multipliers, delta, relation=rel)
 
 
 def max_steps(
@@ -418,6 +504,7 @@ def max_steps(
     delta: float,
     accountant: str = "pld",
     bucket_ratio: float = 1.01,
+    relation: Relation | str = Relation.REPLACE_ONE,
 ) -> int:
     """Number of leading steps of a schedule that fit in the budget ``(epsilon, delta)``.
 
@@ -437,6 +524,8 @@ def max_steps(
     accountant : {"pld", "rdp", "gdp"}, default "pld"
     bucket_ratio : float, default 1.01
         As in :func:`pld_epsilon` (PLD only; groups consecutive steps).
+    relation : Relation or str, default "replace-one"
+        The neighbouring relation the budget is stated under.
 
     Returns
     -------
@@ -446,7 +535,8 @@ def max_steps(
 
     Examples
     --------
-    >>> max_steps(256 / 60000, [1.06] * 10000, epsilon=1.3412, delta=1e-5, accountant="gdp")
+    >>> max_steps(256 / 60000, [1.06] * 10000, epsilon=1.3412, delta=1e-5, accountant="gdp",
+    ...           relation="add/remove-one")
     4687
     """
     p = _check_sample_rate(sample_rate)
@@ -455,10 +545,12 @@ def max_steps(
     d = _check_delta(delta)
     acc = _check_accountant(accountant)
     r = _check_bucket_ratio(bucket_ratio)
+    rel = _check_relation(relation)
 
     if acc == "gdp":
+        factor = 2.0 if rel is Relation.REPLACE_ONE else 1.0
         with np.errstate(over="ignore"):
-            cum = p * np.sqrt(np.cumsum(np.expm1(1.0 / s**2)))
+            cum = factor * p * np.sqrt(np.cumsum(np.expm1(1.0 / s**2)))
 
         def fits(k: int) -> bool:
             return k == 0 or gdp_epsilon(float(cum[k - 1]), d) <= eps
@@ -466,7 +558,7 @@ def max_steps(
     elif acc == "rdp":
 
         def fits(k: int) -> bool:
-            return k == 0 or rdp_epsilon(p, s[:k], d) <= eps
+            return k == 0 or rdp_epsilon(p, s[:k], d, relation=rel) <= eps
 
     if acc in ("gdp", "rdp"):  # ε grows with the prefix: bisect on its length
         if fits(s.size):
@@ -482,13 +574,13 @@ def max_steps(
     run_sigma, run_len = _runs(s, r)
     groups = _grouped(s, r)
     if run_sigma.size > 2 * groups[0].size:  # unordered schedule: one cheap check first
-        if _compose(pld_lib, groups, p, disc).get_epsilon_for_delta(d) <= eps:
+        if _compose(pld_lib, groups, p, disc, rel).get_epsilon_for_delta(d) <= eps:
             return int(s.size)
     cache: dict[float, object] = {}
     done, total = 0, None
     for sigma, length in zip(run_sigma.tolist(), run_len.tolist(), strict=True):
         if sigma not in cache:
-            cache[sigma] = _step_pld(pld_lib, sigma, p, disc)
+            cache[sigma] = _step_pld(pld_lib, sigma, p, disc, rel)
         step = cache[sigma]
         candidate = step.self_compose(length)
         if total is not None:
@@ -518,16 +610,18 @@ def calibrate_noise_multiplier(
     delta: float,
     accountant: str = "pld",
     rtol: float = 1e-3,
+    relation: Relation | str = Relation.REPLACE_ONE,
 ) -> float:
     """Smallest constant σ (within ``rtol``) for which ``steps`` DP-SGD steps spend <= ε.
 
-    Returns a σ that satisfies the budget by the chosen accountant (the upper end of the final
-    bisection bracket), for DP-SGD with a fixed noise multiplier.
+    Returns a σ that satisfies the budget under ``relation`` by the chosen accountant (the
+    upper end of the final bisection bracket), for DP-SGD with a fixed noise multiplier.
 
     Examples
     --------
     >>> sigma = calibrate_noise_multiplier(sample_rate=256 / 60000, steps=4688,
-    ...                                     epsilon=1.3413, delta=1e-5, accountant="gdp")
+    ...                                     epsilon=1.3413, delta=1e-5, accountant="gdp",
+    ...                                     relation="add/remove-one")
     >>> round(sigma, 2)
     1.06
     """
@@ -536,14 +630,16 @@ def calibrate_noise_multiplier(
     eps = check_epsilon(epsilon)
     d = _check_delta(delta)
     acc = _check_accountant(accountant)
+    rel = _check_relation(relation)
+    factor = 2.0 if rel is Relation.REPLACE_ONE else 1.0
 
     def spent(sigma: float) -> float:
         if acc == "gdp":
-            return gdp_epsilon(p * math.sqrt(k * math.expm1(1.0 / sigma**2)), d)
+            return gdp_epsilon(factor * p * math.sqrt(k * math.expm1(1.0 / sigma**2)), d)
         if acc == "rdp":
-            return _rdp_const(p, sigma, k, d)
+            return _rdp_const(p, sigma, k, d, rel)
         _, pld_lib = _import_dp_accounting()
-        pld = _step_pld(pld_lib, sigma, p, DEFAULT_DISCRETIZATION).self_compose(k)
+        pld = _step_pld(pld_lib, sigma, p, DEFAULT_DISCRETIZATION, rel).self_compose(k)
         return float(pld.get_epsilon_for_delta(d))
 
     lo, hi = 0.1, 1.0
@@ -562,11 +658,13 @@ def calibrate_noise_multiplier(
     return float(hi)
 
 
-def _rdp_const(p: float, sigma: float, k: int, d: float) -> float:
+def _rdp_const(p: float, sigma: float, k: int, d: float, relation: Relation) -> float:
     dpa, _ = _import_dp_accounting()
     acc = dpa.rdp.RdpAccountant()
     acc.compose(dpa.PoissonSampledDpEvent(p, dpa.GaussianDpEvent(float(sigma))), k)
-    return float(acc.get_epsilon(d))
+    if relation is Relation.ADD_REMOVE:
+        return float(acc.get_epsilon(d))
+    return _replace_one_by_group_privacy(lambda dd: float(acc.get_epsilon(dd)), d)
 
 
 def calibrate_temperature(
@@ -579,6 +677,7 @@ def calibrate_temperature(
     delta: float,
     accountant: str = "pld",
     rtol: float = 1e-2,
+    relation: Relation | str = Relation.REPLACE_ONE,
 ) -> float:
     """Smallest DP-SGLD temperature (within ``rtol``) whose whole schedule fits in the budget.
 
@@ -589,7 +688,8 @@ def calibrate_temperature(
     Examples
     --------
     >>> T = calibrate_temperature(learning_rates=[0.1] * 4688, batch_size=256, max_grad_norm=1,
-    ...                           n_samples=60000, epsilon=1.3413, delta=1e-5, accountant="gdp")
+    ...                           n_samples=60000, epsilon=1.3413, delta=1e-5, accountant="gdp",
+    ...                           relation="add/remove-one")
     >>> round(float(dpsgld_noise_multiplier(batch_size=256, max_grad_norm=1, temperature=T,
     ...                                     learning_rate=0.1, n_samples=60000)), 2)
     1.06
@@ -608,16 +708,17 @@ def calibrate_temperature(
     eps = check_epsilon(epsilon)
     d = _check_delta(delta)
     acc = _check_accountant(accountant)
+    rel = _check_relation(relation)
 
     def fits(temp: float) -> bool:
         # coarse groups (1.05) overstate ε, so the T found is safe for finer accounting too
         sig = math.sqrt(temp) * unit
         if acc == "pld":
-            return pld_epsilon(p, sig, d, bucket_ratio=1.05) <= eps
-        return rdp_epsilon(p, sig, d, bucket_ratio=1.05) <= eps
+            return pld_epsilon(p, sig, d, bucket_ratio=1.05, relation=rel) <= eps
+        return rdp_epsilon(p, sig, d, bucket_ratio=1.05, relation=rel) <= eps
 
     def gdp_fits(temp: float) -> bool:
-        return gdp_epsilon(gdp_mu(p, math.sqrt(temp) * unit), d) <= eps
+        return gdp_epsilon(gdp_mu(p, math.sqrt(temp) * unit, relation=rel), d) <= eps
 
     guess = _smallest_true(gdp_fits, 1.0, rtol)  # cheap start, then the chosen accountant
     return guess if acc == "gdp" else _smallest_true(fits, guess, rtol)

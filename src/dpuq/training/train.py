@@ -17,7 +17,9 @@ from dpuq.report import PrivacyReport, Relation
 from dpuq.training.schedules import as_schedule, learning_rates
 
 __all__ = [
+    "AVERAGING",
     "METHODS",
+    "IterateAverage",
     "PosteriorAverage",
     "TrainingResult",
     "check_private_model",
@@ -28,14 +30,20 @@ __all__ = [
 #: Training methods of :func:`train_classifier`.
 METHODS = ("sgd", "dpsgd", "dpsgld")
 
+#: Kinds of iterate averaging of :func:`train_classifier`.
+AVERAGING = ("predictive", "weights")
 
-class PosteriorAverage(nn.Module):
-    """Bayesian model average of snapshots of one network: ``log(mean_k softmax(f_k(x)))``.
 
-    Its output are log-probabilities, so ``softmax`` of it is the averaged predictive
-    distribution (and cross-entropy / argmax work as on logits). Built by
-    :func:`train_classifier` from late iterates (``posterior_samples > 0``); releasing every
-    iterate is covered by the same privacy accounting as releasing the last one.
+class IterateAverage(nn.Module):
+    """Average of the predictive distributions of late iterates: ``log(mean_k softmax(f_k(x)))``.
+
+    For DP-SGLD this is the posterior average of Langevin samples (Welling and Teh 2011); for
+    SGD and DP-SGD it is an ensemble of snapshots along one run (iterate averaging). Its
+    outputs are log-probabilities, so ``softmax`` of it is the averaged predictive distribution
+    (and cross-entropy / argmax work as on logits). Built by :func:`train_classifier` when
+    ``iterate_averaging > 0``. Privacy: a function of the iterates only, i.e. post-processing
+    of the sequence of iterates that DP-SGD's accounting covers (module docstring of
+    :mod:`dpuq.accounting`): no extra privacy cost.
     """
 
     def __init__(self, members: list[nn.Module]) -> None:
@@ -49,14 +57,19 @@ class PosteriorAverage(nn.Module):
         return torch.logsumexp(logp, dim=0) - math.log(len(self.members))
 
 
+#: Former name of :class:`IterateAverage` (kept for existing code).
+PosteriorAverage = IterateAverage
+
+
 class TrainingResult(NamedTuple):
     """What :func:`train_classifier` returns: ``model, report = train_classifier(...)``.
 
     Attributes
     ----------
     model : torch.nn.Module
-        The user's model, trained in place, in eval mode, with Opacus' hooks removed; or a
-        :class:`PosteriorAverage` of late iterates when ``posterior_samples > 0``.
+        The user's model, trained in place, in eval mode, with Opacus' hooks removed; or an
+        :class:`IterateAverage` of late iterates (``iterate_averaging > 0``, predictive), or the
+        user's model holding the average weights (``averaging="weights"``).
     privacy_report : PrivacyReport
         The guarantee (ε by PLD, the primary figure; GDP's figure in ``details``), the steps
         run and why training stopped. For ``method="sgd"``: ε = inf (not private).
@@ -150,12 +163,8 @@ def _n_outputs(model: nn.Module, x1: torch.Tensor) -> int:
 def _check_label_range(y: torch.Tensor, n_classes: int, where: str = "train_data") -> None:
     if y.numel() == 0:
         return
-    bad = int(((y < 0) | (y >= n_classes)).sum())
-    if bad:
-        raise ValueError(
-            f"{where}: {bad} label(s) outside the model's classes 0..{n_classes - 1} "
-            f"(min {int(y.min())}, max {int(y.max())})"
-        )
+    if bool(((y < 0) | (y >= n_classes)).any()):  # no counts or values: they are not released
+        raise ValueError(f"{where}: labels outside the model's classes 0..{n_classes - 1}")
 
 
 def _generator(random_state) -> torch.Generator:
@@ -226,6 +235,32 @@ def _batches_shuffled(data, tensors, n, batch_size, steps, gen):
                 return
 
 
+#: Said in every private training report (issue 12: out of scope of dpuq's exact noise).
+FLOATING_POINT_NOTE = (
+    "Out of scope of dpuq's exact-noise guarantee: the Gaussian noise of DP-SGD/DP-SGLD is "
+    "drawn by Opacus with torch's floating-point sampler (secure_mode off), not by an exact "
+    "sampler in dpuq.mechanisms; floating-point attacks on it (Mironov 2012) are not defended "
+    "against. The (ε, δ) above is that of the ideal Gaussian mechanism."
+)
+
+
+def _averaging_note(details: dict[str, Any]) -> str:
+    k = details.get("averaged iterates")
+    if not k:
+        return (
+            "Released: the last iterate. The accounting covers the whole sequence of iterates "
+            "(adaptive composition), so releasing any of them changes nothing."
+        )
+    kind = details.get("averaging")
+    what = "predictive distributions" if kind == "predictive" else "weights"
+    return (
+        f"Released: the average of the {what} of {k} late iterates. The accounting covers the "
+        "whole sequence of iterates (adaptive composition of the steps), so the average is "
+        "post-processing and costs no privacy; the guarantee also holds if every iterate is "
+        "published."
+    )
+
+
 def _private_report(
     *,
     method: str,
@@ -236,30 +271,39 @@ def _private_report(
     planned_steps: int,
     details: dict[str, Any],
     accountant: str,
+    relation: Relation,
+    seeded: bool,
 ) -> PrivacyReport:
     steps = int(sigmas.size)
+    gdp_how = (
+        "2μ-GDP under replace-one (group privacy of size 2, Dong, Roth, Su 2019) from the "
+        "CLT's μ under add/remove-one"
+        if relation is Relation.REPLACE_ONE
+        else "μ-GDP under add/remove-one by the CLT"
+    )
     notes = [
-        "The GDP figure (central limit theorem, the seed paper's accountant) is an "
-        "approximation that can understate ε; the primary figure is "
+        f"All figures are under {relation.value} neighbours. The GDP figure (central limit "
+        f"theorem, the seed paper's accountant; {gdp_how}) is an approximation that can "
+        "understate ε; the primary figure is "
         + {"pld": "the PLD accountant's upper bound.", "rdp": "the RDP accountant's bound."}.get(
             accountant, "GDP (no rigorous accountant was asked for)."
         ),
-        "Noise comes from torch's pseudo-random generator (Opacus secure_mode off): "
-        "floating-point attacks on the Gaussian sampler are not defended against.",
+        FLOATING_POINT_NOTE,
         "Only the model weights are released; the training loss is not reported (it would "
         "be a non-private statistic of the training data).",
+        _averaging_note(details),
     ]
     if steps == 0:
         eps_primary = eps_gdp = 0.0
         mu = 0.0
         notes.insert(0, "The budget did not allow a single step: the model is untrained.")
     else:
-        mu = accounting.gdp_mu(sample_rate, sigmas)
+        mu = accounting.gdp_mu(sample_rate, sigmas, relation=relation)
         eps_gdp = accounting.gdp_epsilon(mu, delta)
         eps_primary = (
             eps_gdp
             if accountant == "gdp"
-            else accounting.epsilon_spent(sample_rate, sigmas, delta, accountant)
+            else accounting.epsilon_spent(sample_rate, sigmas, delta, accountant, relation=relation)
         )
     stop = (
         "planned steps done"
@@ -269,10 +313,13 @@ def _private_report(
     name = {"dpsgd": "DP-SGD", "dpsgld": "DP-SGLD"}[method]
     all_details = {
         "accountant": {
-            "pld": "PLD (dp-accounting; σ grouped within 1% using each group's smallest σ)",
-            "rdp": "RDP (dp-accounting)",
-            "gdp": "GDP central limit (approximation)",
+            "pld": f"PLD (dp-accounting, {relation.value}; σ grouped within 1% using each "
+            "group's smallest σ)",
+            "rdp": f"RDP (dp-accounting; {relation.value}"
+            + (" by group privacy)" if relation is Relation.REPLACE_ONE else ")"),
+            "gdp": f"GDP central limit (approximation; {relation.value})",
         }[accountant],
+        "relation": relation.value,
         f"epsilon ({accountant})": float(eps_primary),
         "epsilon (GDP CLT)": float(eps_gdp),
         "mu (GDP)": float(mu),
@@ -289,11 +336,13 @@ def _private_report(
         mechanism=f"{name} (Poisson-subsampled Gaussian on clipped per-example gradients, Opacus)",
         epsilon=float(eps_primary),
         delta=float(delta),
-        relation=Relation.ADD_REMOVE,
+        relation=relation,
         sensitivity=f"per-example gradients clipped to L2 norm C = {details['max_grad_norm']:g}; "
-        "Gaussian noise of std σ_t·C on their sum",
+        "Gaussian noise of std σ_t·C on their sum (a swapped record moves the sum by at most "
+        "2C, an added or removed one by C; dp-accounting's analysis for each relation)",
         details=all_details,
         notes=tuple(notes),
+        seeded=seeded,
     )
 
 
@@ -312,13 +361,17 @@ def train_classifier(
     temperature: float | None = None,
     pre_noise_scale: float = 0.0,
     prior_std: float | None = None,
-    posterior_samples: int = 0,
-    burn_in: float = 0.5,
+    iterate_averaging: int = 0,
+    averaging_start: float = 0.5,
+    averaging: str = "predictive",
     momentum: float = 0.0,
     accountant: str = "pld",
+    relation: Relation | str = Relation.REPLACE_ONE,
     loss_fn: nn.Module | None = None,
     random_state=None,
     show_progress: bool = True,
+    posterior_samples: int | None = None,
+    burn_in: float | None = None,
 ) -> TrainingResult:
     """Train a classifier with SGD, DP-SGD or DP-SGLD on one code path (Opacus underneath).
 
@@ -334,8 +387,15 @@ def train_classifier(
       ``σ_t = (B/C)·sqrt(2T/(η_t N))`` from ``temperature`` and the (decaying) learning rate,
       and a Gaussian prior ``N(0, prior_std²)`` as weight decay ``1/(N prior_std²)``.
 
-    Private methods stop when the next step would exceed ``(epsilon, delta)`` (by the chosen
-    accountant; the σ_t schedule is public, so the stopping step is planned in advance).
+    Private methods stop when the next step would exceed ``(epsilon, delta)`` under
+    ``relation`` (by the chosen accountant; the σ_t schedule is public, so the stopping step is
+    planned in advance). The noise multiplier (DP-SGD) or temperature (DP-SGLD, ``"auto"``) is
+    calibrated under that relation too.
+
+    Every method can average its late iterates (``iterate_averaging``, same schedule for all):
+    for DP-SGLD it is the posterior average of Langevin samples, for SGD and DP-SGD iterate
+    averaging. The privacy report says what was released; averaging is post-processing of the
+    iterates, all of which the accounting covers.
 
     Parameters
     ----------
@@ -365,21 +425,35 @@ def train_classifier(
     prior_std : float, optional
         Standard deviation of a Gaussian prior on the weights (weight decay ``1/(N s0²)``),
         any method.
-    posterior_samples : int, default 0
-        When > 0, return a :class:`PosteriorAverage` of this many iterates, evenly spaced over
-        the steps after ``burn_in`` (SGLD's posterior averaging; no extra privacy cost).
-    burn_in : float, default 0.5
-        Fraction of the steps run before the first snapshot, in [0, 1).
+    iterate_averaging : int, default 0
+        When > 0, average this many iterates, evenly spaced over the steps after
+        ``averaging_start`` (any method; no extra privacy cost). For DP-SGLD this is posterior
+        averaging.
+    averaging_start : float, default 0.5
+        Fraction of the steps run before the first averaged iterate, in [0, 1) (DP-SGLD's
+        burn-in).
+    averaging : {"predictive", "weights"}, default "predictive"
+        ``"predictive"``: return an :class:`IterateAverage` (the mean of the iterates'
+        predictive distributions; for DP-SGLD the posterior predictive). ``"weights"``: the
+        user's model with the mean of the iterates' weights (Polyak-Ruppert averaging; one
+        network at prediction time).
     momentum : float, default 0
         SGD momentum for ``"sgd"`` and ``"dpsgd"``; DP-SGLD requires 0.
     accountant : {"pld", "rdp", "gdp"}, default "pld"
         Which accountant decides the stop and gives ε. "gdp" is an approximation.
+    relation : {"replace-one", "add/remove-one"}, default "replace-one"
+        The neighbouring relation ``(epsilon, delta)`` is stated under (the report's
+        ``relation``). Replace-one (``N`` public) is the relation of the rest of dpuq, so the
+        training report composes with calibration and intervals without conversion.
     loss_fn : torch.nn.Module, optional
         Mean-reduced loss on (logits, labels); default cross-entropy.
     random_state : None, int or numpy.random.Generator
-        Seeds batch sampling and noise. None: fresh OS entropy (use for real releases).
+        Seeds batch sampling and noise. None: fresh OS entropy (use for real releases); a
+        seeded run is marked ``seeded`` in its report (private only while the seed is secret).
     show_progress : bool, default True
         Progress bar over steps (tqdm, when installed).
+    posterior_samples, burn_in : deprecated
+        Former names of ``iterate_averaging`` and ``averaging_start``.
 
     Returns
     -------
@@ -394,6 +468,21 @@ def train_classifier(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if posterior_samples is not None:
+        warnings.warn(
+            "posterior_samples is deprecated: use iterate_averaging (it applies to every method)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        iterate_averaging = posterior_samples
+    if burn_in is not None:
+        warnings.warn(
+            "burn_in is deprecated: use averaging_start", DeprecationWarning, stacklevel=2
+        )
+        averaging_start = burn_in
+    if averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
+    relation = Relation.coerce(relation)
     private = method != "sgd"
     if private:
         if epsilon is None or delta is None:
@@ -428,10 +517,10 @@ def train_classifier(
     if pre > 0 and method != "dpsgld":
         raise ValueError("pre_noise_scale is a DP-SGLD parameter")
     schedule = as_schedule(learning_rate)
-    n_post = check_positive_int(posterior_samples, "posterior_samples", minimum=0)
-    burn = _as_float(burn_in, "burn_in")
+    n_post = check_positive_int(iterate_averaging, "iterate_averaging", minimum=0)
+    burn = _as_float(averaging_start, "averaging_start")
     if not (0 <= burn < 1):
-        raise ValueError(f"burn_in must be in [0, 1), got {burn_in!r}")
+        raise ValueError(f"averaging_start must be in [0, 1), got {averaging_start!r}")
 
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -479,6 +568,7 @@ def train_classifier(
                 epsilon=epsilon,
                 delta=delta,
                 accountant=accountant,
+                relation=relation,
             )
         else:
             sigma = _as_float(noise_multiplier, "noise_multiplier")
@@ -497,6 +587,7 @@ def train_classifier(
                 epsilon=epsilon,
                 delta=delta,
                 accountant=accountant,
+                relation=relation,
             )
             details["temperature chosen"] = "auto: the coldest T that runs every planned step"
         sigmas = np.atleast_1d(
@@ -511,7 +602,12 @@ def train_classifier(
         details.update(temperature=float(temperature), pre_noise_scale=pre)
     if private:
         steps = accounting.max_steps(
-            sample_rate, sigmas, epsilon=epsilon, delta=delta, accountant=accountant
+            sample_rate,
+            sigmas,
+            epsilon=epsilon,
+            delta=delta,
+            accountant=accountant,
+            relation=relation,
         )
     else:
         steps = planned
@@ -555,10 +651,12 @@ def train_classifier(
 
     taken: list[float] = []
     snapshot_at: set[int] = set()
-    if n_post:
+    if n_post and steps > 0:
         first = min(int(burn * steps), steps - 1)
         snapshot_at = {int(v) for v in np.linspace(first, steps - 1, n_post).round()}
-        details["posterior samples"] = len(snapshot_at)
+        details["averaged iterates"] = len(snapshot_at)
+        details["averaging"] = averaging
+        details["averaging from step"] = first
     snapshots: list[dict] = []
     desc = {"sgd": "SGD", "dpsgd": "DP-SGD", "dpsgld": "DP-SGLD"}[method]
     try:
@@ -587,7 +685,15 @@ def train_classifier(
                     if hasattr(p, attr):
                         delattr(p, attr)
     model.eval()
-    if snapshots:
+    if snapshots and averaging == "weights":
+        mean_state = {}
+        for key, value in snapshots[0].items():
+            if value.is_floating_point():
+                mean_state[key] = torch.stack([s[key] for s in snapshots]).mean(dim=0)
+            else:
+                mean_state[key] = snapshots[-1][key]
+        model.load_state_dict(mean_state)
+    elif snapshots:
         import copy
 
         members = []
@@ -595,17 +701,19 @@ def train_classifier(
             member = copy.deepcopy(model)
             member.load_state_dict(state)
             members.append(member.eval())
-        model = PosteriorAverage(members).eval()
+        model = IterateAverage(members).eval()
+    seeded = random_state is not None
 
     if not private:
         report = PrivacyReport(
             mechanism="SGD (non-private)",
             epsilon=math.inf,
             delta=1.0,
-            relation=Relation.REPLACE_ONE,
+            relation=relation,
             sensitivity="unbounded (no clipping, no noise)",
             details={"steps": len(range(steps)), **details},
             notes=("Not private: do not release this model if the training data is sensitive.",),
+            seeded=seeded,
         )
         return TrainingResult(model, report)
     hist = np.asarray(taken, dtype=float)  # every sampled step counts, even an empty batch
@@ -618,6 +726,8 @@ def train_classifier(
         planned_steps=planned,
         details=details,
         accountant=accountant,
+        relation=relation,
+        seeded=seeded,
     )
     return TrainingResult(model, report)
 

@@ -2,7 +2,8 @@
 
 Importing this package is cheap: ``torch`` and ``opacus`` are imported on first use of a
 name that needs them (:func:`train_classifier`, :class:`DPSGLDOptimizer`, :func:`small_cnn`,
-:func:`predict_proba`, :func:`check_private_model`). The schedules need numpy only.
+:func:`predict_proba`, :func:`check_private_model`). The schedules and
+:func:`private_temperature_scaling` need numpy only.
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ from __future__ import annotations
 import importlib
 
 from dpuq.training.schedules import ConstantLR, PolynomialDecay, learning_rates
+from dpuq.training.temperature import (
+    TemperatureScalingResult,
+    private_temperature_scaling,
+    softmax_with_temperature,
+)
 
 __all__ = [
     "METHODS",
@@ -18,11 +24,14 @@ __all__ = [
     "IterateAverage",
     "PolynomialDecay",
     "PosteriorAverage",
+    "TemperatureScalingResult",
     "TrainingResult",
     "check_private_model",
     "learning_rates",
     "predict_proba",
+    "private_temperature_scaling",
     "small_cnn",
+    "softmax_with_temperature",
     "train_classifier",
 ]
 

@@ -133,3 +133,108 @@ class TestOutputFolder:
             check_output_dir(tmp_path / "f")
         (tmp_path / "empty").mkdir()
         assert check_output_dir(tmp_path / "empty") == tmp_path / "empty"
+
+
+class TestRelations:
+    """dpuq.report: one closed type of neighbouring relation; conversion; composition."""
+
+    @staticmethod
+    def _r(eps, delta=0.0, relation="replace-one", seeded=False, name="m"):
+        from dpuq.report import PrivacyReport
+
+        return PrivacyReport(name, epsilon=eps, delta=delta, relation=relation, seeded=seeded)
+
+    def test_relation_is_a_closed_type(self):
+        from dpuq.report import Relation
+
+        assert self._r(1.0, relation="add/remove-one").relation is Relation.ADD_REMOVE
+        assert self._r(1.0, relation="REPLACE_ONE").relation is Relation.REPLACE_ONE
+        with pytest.raises(ValueError, match="relation must be one of 'replace-one'"):
+            self._r(1.0, relation="swap one")
+
+    def test_add_remove_converts_to_replace_one_by_group_privacy(self):
+        import math
+
+        r = self._r(0.7, 1e-6, "add/remove-one").under("replace-one")
+        assert r.relation == "replace-one"
+        assert r.epsilon == pytest.approx(1.4)
+        assert r.delta == pytest.approx((1 + math.exp(0.7)) * 1e-6)
+        assert "group privacy" in r.notes[-1]
+        pure = self._r(0.5, relation="add/remove-one").under("replace-one")
+        assert pure.epsilon == 1.0 and pure.delta == 0.0
+        same = self._r(0.5)
+        assert same.under("replace-one") is same
+
+    def test_replace_one_to_add_remove_is_refused(self):
+        with pytest.raises(ValueError, match=r"replace-one to add/remove-one"):
+            self._r(1.0).under("add/remove-one")
+
+    @pytest.mark.parametrize("compose", ["compose_sequential", "compose_disjoint"])
+    def test_mixed_composition_refused_with_both_relations_named(self, compose):
+        from dpuq import report as rep
+
+        parts = [self._r(1.0), self._r(0.5, 1e-5, "add/remove-one")]
+        with pytest.raises(ValueError) as err:
+            getattr(rep, compose)(parts, "pipeline")
+        assert "add/remove-one" in str(err.value) and "replace-one" in str(err.value)
+        with pytest.raises(ValueError, match="replace-one to add/remove-one"):
+            getattr(rep, compose)(parts, "pipeline", relation="add/remove-one")
+
+    def test_explicit_conversion_never_understates(self):
+        import math
+
+        from dpuq.report import compose_disjoint, compose_sequential
+
+        cal, train = self._r(1.0), self._r(0.8, 1e-5, "add/remove-one")
+        seq = compose_sequential([cal, train], "pipeline", relation="replace-one")
+        assert seq.relation == "replace-one"
+        assert seq.epsilon == pytest.approx(1.0 + 1.6)
+        assert seq.delta == pytest.approx((1 + math.exp(0.8)) * 1e-5)
+        par = compose_disjoint([cal, train], "pipeline", relation="replace-one")
+        assert par.epsilon == pytest.approx(1.6)  # the converted training part, not 1.0
+        for composed in (seq, par):
+            assert composed.epsilon >= max(p.under("replace-one").epsilon for p in (cal, train))
+
+    def test_like_with_like_adds(self):
+        from dpuq.report import compose_disjoint, compose_sequential
+
+        parts = [self._r(0.5), self._r(0.25), self._r(1.0, 1e-6)]
+        assert compose_sequential(parts, "s").epsilon == pytest.approx(1.75)
+        assert compose_sequential(parts, "s").delta == pytest.approx(1e-6)
+        assert compose_disjoint(parts, "d").epsilon == 1.0
+
+    @pytest.mark.parametrize("compose", ["compose_sequential", "compose_disjoint"])
+    def test_seeded_propagates(self, compose):
+        from dpuq import report as rep
+
+        fresh = getattr(rep, compose)([self._r(1.0), self._r(1.0)], "p")
+        assert not fresh.seeded and "seeded" not in str(fresh)
+        seeded = getattr(rep, compose)([self._r(1.0), self._r(1.0, seeded=True)], "p")
+        assert seeded.seeded and "seeded" in str(seeded)
+        assert seeded.to_dict()["seeded"] is True
+
+    def test_pickle_and_dict_keep_relation_and_seed(self):
+        import pickle
+
+        r = self._r(0.3, 1e-7, "add/remove-one", seeded=True)
+        back = pickle.loads(pickle.dumps(r))
+        assert back == r and back.relation == "add/remove-one" and back.seeded
+        assert r.to_dict()["relation"] == "add/remove-one"
+        assert "added or removed" in r.to_dict()["neighbouring"]
+
+    def test_training_report_composes_with_calibration_without_conversion(self):
+        pytest.importorskip("opacus")
+        import numpy as np
+
+        from dpuq.report import compose_disjoint
+        from dpuq.training import small_cnn, train_classifier
+
+        rng = np.random.default_rng(0)
+        x, y = rng.uniform(size=(80, 1, 8, 8)), rng.integers(0, 10, 80)
+        _, train = train_classifier(
+            small_cnn(10, image_size=8), (x, y), method="dpsgd", epsilon=1.0, delta=1e-5,
+            epochs=1, batch_size=20, random_state=0, show_progress=False,
+        )  # fmt: skip
+        pipeline = compose_disjoint([train, self._r(0.5)], "train, then calibrate")
+        assert pipeline.relation == "replace-one" and pipeline.seeded
+        assert pipeline.epsilon == pytest.approx(train.epsilon)

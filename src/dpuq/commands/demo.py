@@ -45,6 +45,25 @@ def register(subparsers) -> None:
     p.add_argument(
         "--seed", type=int, default=None, help="seed for a reproducible run (default: OS entropy)"
     )
+    p.add_argument(
+        "--temperature-scaling",
+        action="store_true",
+        help="hold some training people out and release each private model's softmax "
+        "temperature with ε-DP on them (private temperature scaling; extra rows)",
+    )
+    p.add_argument(
+        "--temperature-epsilon",
+        type=float,
+        default=None,
+        help="privacy of temperature scaling (default: the calibration ε; other people, so it "
+        "adds nothing to the pipeline's ε beyond the largest part)",
+    )
+    p.add_argument(
+        "--n-temperature",
+        type=int,
+        default=None,
+        help="held-out people for temperature scaling (digits 300, Fashion-MNIST 2000)",
+    )
     p.add_argument("--out", default="dpuq-report", help="report folder (dpuq-report)")
     p.add_argument("--no-report", action="store_true", help="print the table only")
     p.add_argument("--quick", action="store_true", help="a smaller, faster run (under a minute)")
@@ -86,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
         probs_path=args.probs,
         labels_path=args.labels,
         data_dir=args.data_dir,
+        temperature_scaling=args.temperature_scaling,
+        temperature_epsilon=args.temperature_epsilon,
+        n_temperature=args.n_temperature,
     )
     result = run_demo(config, show_progress=not args.no_progress)
     print(format_demo(result))

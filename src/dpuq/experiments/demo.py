@@ -18,14 +18,19 @@ Steps (``dpuq demo``):
 6. **Report.** A terminal table and ``dpuq-report/`` (PNG figures and one self-contained HTML
    page), written to a temporary folder and renamed when complete.
 
-Privacy of the whole pipeline: training and calibration use disjoint people, so parallel
-composition applies (:func:`dpuq.report.compose_disjoint`): each person is protected by the
-guarantee of the one part their record is in, i.e. (max(ε_train, ε_cal), δ_train).
+Optional (``temperature_scaling=True``, ``dpuq demo --temperature-scaling``): some training
+people are held out (not trained on) and each private model's softmax temperature is released
+by private temperature scaling on them (:func:`dpuq.training.private_temperature_scaling`);
+the scaled models are extra rows.
+
+Privacy of the whole pipeline: training, temperature scaling and calibration use disjoint
+people, so parallel composition applies (:func:`dpuq.report.compose_disjoint`): each person is
+protected by the guarantee of the one part their record is in. Every part is stated under one
+relation, replace-one, so the pipeline is (max(ε_train, ε_T, ε_cal), δ_train) under it.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +67,9 @@ class DemoConfig:
     probs_path: str | None = None
     labels_path: str | None = None
     data_dir: str | None = None
+    temperature_scaling: bool = False
+    temperature_epsilon: float | None = None  # default: the calibration ε
+    n_temperature: int | None = None  # held-out people for it (default per data set)
 
 
 @dataclass
@@ -74,6 +82,8 @@ class DemoData:
     name: str
     images: bool
     outputs: np.ndarray | None = None  # user's probabilities on the pool (no training)
+    x_temperature: np.ndarray | None = None  # held out of training for temperature scaling
+    y_temperature: np.ndarray | None = None
 
 
 @dataclass
@@ -136,9 +146,28 @@ def _load_data(config: DemoConfig, rng: np.random.Generator) -> DemoData:
     train_size = config.train_size
     if train_size is None and config.data == "fashion-mnist":
         train_size = 5_000 if config.quick else 20_000  # keeps the demo within minutes
+    temp = train[:0]
+    if config.temperature_scaling:
+        n_temp = _n_temperature(config, train.size)
+        train, temp = train[n_temp:], train[:n_temp]
     if train_size is not None:
         train = train[: check_positive_int(train_size, "train_size", minimum=10)]
-    return DemoData(x[train], y[train], x[pool], y[pool], classes, name, True)
+    data = DemoData(x[train], y[train], x[pool], y[pool], classes, name, True)
+    if config.temperature_scaling:
+        data.x_temperature, data.y_temperature = x[temp], y[temp]
+    return data
+
+
+def _n_temperature(config: DemoConfig, n_train: int) -> int:
+    n = config.n_temperature
+    if n is None:
+        n = 300 if config.data == "digits" else 2000
+    n = check_positive_int(n, "n_temperature", minimum=10)
+    if n > n_train - 50:
+        raise ValueError(
+            f"n_temperature = {n} leaves too few of the {n_train} training people for training"
+        )
+    return n
 
 
 def _load_fashion_mnist(config: DemoConfig):
@@ -191,6 +220,7 @@ def _calibration_report(n: int, epsilon: float, level: float | None, m) -> Priva
 
 
 def _combined(train: PrivacyReport | None, cal: PrivacyReport | None) -> PrivacyReport | None:
+    """The whole pipeline under one relation, replace-one (every part is stated under it)."""
     if train is None:
         return None  # a non-private part: the pipeline has no finite guarantee
     if cal is None:
@@ -200,6 +230,37 @@ def _combined(train: PrivacyReport | None, cal: PrivacyReport | None) -> Privacy
         "private training, then private calibration on other people",
         relation=Relation.REPLACE_ONE,
     )
+
+
+def _temperature_scaled(
+    models: list[TrainedModel], data: DemoData, config: DemoConfig, rng
+) -> list[TrainedModel]:
+    """Each private model again, after private temperature scaling on the held-out people."""
+    from dpuq.training.temperature import private_temperature_scaling, softmax_with_temperature
+
+    eps_t = config.temperature_epsilon if config.temperature_epsilon is not None else config.epsilon
+    eps_t = check_epsilon(eps_t, "temperature_epsilon")
+    tiny = np.finfo(float).tiny  # log of a probability that underflowed to 0
+    scaled = []
+    for m in models:
+        if m.privacy is None or "probs_temperature" not in m.info:
+            continue
+        t, report = private_temperature_scaling(
+            np.log(np.maximum(m.info["probs_temperature"], tiny)),
+            data.y_temperature,
+            epsilon=eps_t,
+            random_state=rng if config.seed is not None else None,
+        )
+        privacy = compose_disjoint(
+            [m.privacy, report],
+            f"{m.name}, then private temperature scaling on other people",
+            relation=Relation.REPLACE_ONE,
+        )
+        probs = softmax_with_temperature(np.log(np.maximum(m.probs, tiny)), t)
+        info = {k: v for k, v in m.info.items() if k != "probs_temperature"}
+        info.update(temperature=t, temperature_privacy=report)
+        scaled.append(TrainedModel(f"{m.name} + private TS", probs, privacy, info))
+    return scaled
 
 
 # -------------------------------------------------------------------------------- demo
@@ -225,10 +286,13 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
         n_cal, n_test = _sizes(config, data.y_train.size + data.y_pool.size)
         n_train = int(data.y_train.size)
         epochs = config.epochs
+        x_eval = data.x_pool
+        if data.x_temperature is not None:
+            x_eval = np.concatenate([data.x_pool, data.x_temperature])
         models = train_three_ways(
             data.x_train,
             data.y_train,
-            data.x_pool,
+            x_eval,
             n_classes=len(data.classes),
             epsilon=config.train_epsilon,
             delta=config.train_delta,
@@ -237,6 +301,23 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
             show_progress=show_progress,
             quick=config.quick,
         )
+        if data.x_temperature is not None:
+            n_pool = data.y_pool.size
+            models = [
+                TrainedModel(
+                    m.name,
+                    m.probs[:n_pool],
+                    m.privacy,
+                    {**m.info, "probs_temperature": m.probs[n_pool:]},
+                )
+                for m in models
+            ]
+            models += _temperature_scaled(models, data, config, rng)
+            models = [
+                TrainedModel(m.name, m.probs, m.privacy, {k: v for k, v in m.info.items()
+                                                            if k != "probs_temperature"})
+                for m in models
+            ]  # fmt: skip
         for m in models:
             if m.info.get("note"):
                 notes.append(m.info["note"])
@@ -408,6 +489,16 @@ def privacy_text(result: DemoResult) -> list[str]:
     private_models = [m for m in result.models if m.privacy is not None]
     for m in private_models:
         p = m.privacy
+        t_report = m.info.get("temperature_privacy")
+        if t_report is not None:
+            lines.append(
+                f"Temperature scaling ({m.name}): T = {m.info['temperature']:.3g} released "
+                f"with ε = {t_report.epsilon:g} (pure, δ = 0) for the "
+                f"{t_report.details['n (public)']} held-out people (not trained on, not "
+                "calibration people) by the exponential mechanism; neighbouring relation: "
+                f"{t_report.neighbouring}."
+            )
+            continue
         accountant = p.details.get("accountant", p.mechanism)
         lines.append(
             f"Training ({m.name}): ({p.epsilon:.3g}, {p.delta:.0e})-differentially private for "
@@ -425,23 +516,40 @@ def privacy_text(result: DemoResult) -> list[str]:
         "relation: one person's record replaced by another's, n public."
     )
     if private_models:
-        e_t = max(m.privacy.epsilon for m in private_models)
-        d_t = max(m.privacy.delta for m in private_models)
-        e_c = c.epsilon
-        lines.append(
-            "Whole pipeline (private model + private threshold): people are assigned to "
-            "training or calibration at random, before and independently of their data, and "
-            "each record is used in one part only, so parallel composition applies "
-            "(dpuq.report.compose_disjoint): the other part's output does not depend on that "
-            "record at all, and each person is protected by the guarantee of their own part: "
-            f"(max(ε_train, ε_cal), δ_train) = ({max(e_t, e_c):.3g}, {d_t:.0e}), each part "
-            "under its own neighbouring relation. Under one common relation (replace one "
-            "person's record, part sizes public) training counts as two add/remove steps, at "
-            "most (2 ε_train, (1 + e^ε_train) δ_train) by group privacy, so the pipeline is "
-            f"({max(2 * e_t, e_c):.3g}, {(1 + math.exp(e_t)) * d_t:.2g}). Had the same people "
-            "been used for both parts, sequential composition would add the ε instead: "
-            f"({2 * e_t + e_c:.3g}, {(1 + math.exp(e_t)) * d_t:.2g}) under that relation."
+        combined = [
+            p.combined
+            for p in result.pipelines
+            if p.combined is not None and p.calibration.startswith("private")
+        ]
+        whole = max(combined, key=lambda r: (r.epsilon, r.delta)) if combined else None
+        parts = (
+            "training, temperature scaling or calibration"
+            if any("temperature_privacy" in m.info for m in private_models)
+            else "training or calibration"
         )
+        e_train = max(
+            (m.privacy.epsilon for m in private_models if "temperature_privacy" not in m.info),
+            default=0.0,
+        )
+        e_temp = max(
+            (m.info["temperature_privacy"].epsilon for m in private_models
+             if "temperature_privacy" in m.info),
+            default=0.0,
+        )  # fmt: skip
+        if whole is not None:
+            lines.append(
+                f"Whole pipeline (private model + private threshold): ({whole.epsilon:.3g}, "
+                f"{whole.delta:.0e})-differentially private under one neighbouring relation, "
+                f"{whole.relation.value} (one person's record replaced by another's; part sizes "
+                f"public). People are assigned to {parts} at random, before and independently "
+                "of their data, and each record is used in one part only, so parallel "
+                "composition applies (dpuq.report.compose_disjoint): the other parts' outputs "
+                "depend on that record only through released values, and each person is "
+                "protected by the guarantee of their own part, the largest being "
+                f"max(ε) = {whole.epsilon:.3g}. Had the same people been used for all parts, "
+                "sequential composition would add the ε instead: "
+                f"{e_train + e_temp + c.epsilon:.3g}."
+            )
     lines.append(
         "A non-private model or threshold gives its people no guarantee (ε = ∞), whatever "
         "the other part does. The test people are only used to measure; in use they are "

@@ -34,8 +34,10 @@ class DPSGLDOptimizer(DPOptimizer):
     posterior ``p(θ | D)^(1/T)``.
 
     **Privacy.** Input domain: a training set of ``N`` examples; neighbouring relation:
-    add/remove one example. Sensitivity of the clipped sum: ``C`` (pre-noise is applied to
-    each example's own gradient before clipping, so it does not change it). Step ``t`` is the
+    replace-one (``N`` public; a swapped record moves the clipped sum by at most ``2C``) or
+    add/remove-one (moves it by ``C``), as the accountant is told: dp-accounting analyses the
+    Poisson-subsampled Gaussian under each. Pre-noise is applied to each example's own
+    gradient before clipping, so it does not change the sensitivity. Step ``t`` is the
     Poisson-subsampled Gaussian mechanism with noise multiplier ``σ_t`` (Abadi et al. 2016);
     the steps compose adaptively and are accounted by :mod:`dpuq.accounting` from
     :attr:`noise_history` (PLD, rigorous; GDP beside it). The guarantee holds only with

@@ -37,9 +37,10 @@ class TestTemperatureCommand:
     def test_probs_and_seed_reproducible(self, heldout, capsys):
         temps = []
         for name in ("a.json", "b.json"):
-            code = main(["temperature", "--probs", str(heldout / "probs.npy"), "--labels",
-                         str(heldout / "labels.csv"), "--epsilon", "1", "--seed", "3",
-                         "--loss", "brier", "-o", str(heldout / name)])  # fmt: skip
+            with pytest.warns(UserWarning, match="--seed makes the noise reproducible"):
+                code = main(["temperature", "--probs", str(heldout / "probs.npy"), "--labels",
+                             str(heldout / "labels.csv"), "--epsilon", "1", "--seed", "3",
+                             "--loss", "brier", "-o", str(heldout / name)])  # fmt: skip
             assert code == 0
             record = json.loads((heldout / name).read_text())
             assert record["seeded"] is True

@@ -66,16 +66,20 @@ from dpuq.metrics import (
     set_sizes,
     static_calibration_error,
 )
-from dpuq.quantile import (
-    auto_n_bins,
-    inflated_level,
-    min_calibration_size,
-    min_epsilon,
-    optimal_gamma,
+from dpuq.mechanisms.quantile import (
     private_quantile,
     private_quantile_distribution,
     private_quantile_log_distribution,
     private_quantiles,
+)
+from dpuq.planning import (
+    auto_n_bins,
+    certified_level,
+    coverage_certificate,
+    inflated_level,
+    min_calibration_size,
+    min_epsilon,
+    optimal_gamma,
 )
 from dpuq.report import PrivacyReport
 
@@ -121,8 +125,10 @@ __all__ = [
     "aps_scores",
     "auto_n_bins",
     "calibrate",
+    "certified_level",
     "coverage",
     "coverage_by_set_size",
+    "coverage_certificate",
     "coverage_upper_bound",
     "cqr_intervals",
     "cqr_scores",

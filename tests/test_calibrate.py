@@ -19,7 +19,7 @@ class TestCalibrate:
         cal = dpuq.calibrate(scores, alpha=0.1, epsilon=1.0, random_state=0)
         with pytest.raises(dataclasses.FrozenInstanceError):
             cal.threshold = 0.0
-        m, g = dpuq.auto_n_bins(1500, 0.1, 1.0)
+        m, _ = dpuq.auto_n_bins(1500, 0.1, 1.0)
         assert (cal.method, cal.n_bins, cal.gamma, cal.n, cal.epsilon) == (
             "certified", m, None, 1500, 1.0)  # fmt: skip
         assert cal.level == dpuq.certified_level(1500, 0.1, 1.0, m)

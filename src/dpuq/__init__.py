@@ -56,6 +56,12 @@ from dpuq.mechanisms.exponential import (
     permute_and_flip,
     permute_and_flip_probabilities,
 )
+from dpuq.mechanisms.quantile import (
+    private_quantile,
+    private_quantile_distribution,
+    private_quantile_log_distribution,
+    private_quantiles,
+)
 from dpuq.metrics import (
     adaptive_calibration_error,
     coverage,
@@ -65,12 +71,6 @@ from dpuq.metrics import (
     reliability_curve,
     set_sizes,
     static_calibration_error,
-)
-from dpuq.mechanisms.quantile import (
-    private_quantile,
-    private_quantile_distribution,
-    private_quantile_log_distribution,
-    private_quantiles,
 )
 from dpuq.planning import (
     auto_n_bins,

@@ -13,7 +13,8 @@ Nothing here loops over test points or splits in Python:
   binary search over all (split, test point) pairs at once (:func:`count_at_most`): about
   ``log2(K)`` gathers, exact (no float offsets that could merge a score with a threshold);
 - **thresholds** for all splits: the non-private order statistic by one ``np.partition``, the
-  private ones by :func:`dpuq.mechanisms.quantile.private_quantiles` (one exact ε-DP draw per split).
+  private ones by :func:`dpuq.mechanisms.quantile.private_quantiles` (one exact ε-DP draw per
+  split).
 
 These are experiment tools: every split is a separate simulated release on overlapping
 people. A deployment releases one threshold (one split), with the privacy stated for it.
@@ -30,8 +31,8 @@ from dpuq._progress import progress
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
 from dpuq.conformal.calibration import _order_statistic_rank, _resolve_bins_gamma
 from dpuq.conformal.scores import lac_scores
-from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.mechanisms.quantile import private_quantiles
+from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning import _certified_rho, _check_method, _level, _level_from_rho
 
 __all__ = [

@@ -303,10 +303,11 @@ def auto_n_bins(
 ) -> tuple[int, float | None]:
     """Deterministic, data-free number of bins m* (and γ* for the paper's method).
 
-    ``"certified"``: over about 60 log-spaced m from 10 to ``max(1000, min(10 n ε, 100 (n+1)))``, the m whose
-    certified release has the smallest expected threshold on uniform reference scores
-    (16 jittered lattices ``(i - 1 + u)/n``; exact law, over the bins that carry mass; the smallest m within 0.05 ranks
-    of the best, since finer grids then gain nothing); uninformative m count as 1.
+    ``"certified"``: over about 60 log-spaced m from 10 to
+    ``max(1000, min(10 n ε, 100 (n+1)))``, the m whose certified release has the smallest
+    expected threshold on uniform reference scores (16 jittered lattices ``(i - 1 + u)/n``;
+    exact law, over the bins that carry mass); the smallest m within 0.05 ranks of the best,
+    since finer grids then gain nothing; uninformative m count as 1.
     ``"paper"``: SPEC A.4 (50 log-spaced m from 10, simulated uniform scores with a fixed seed).
     Ties go to the smaller m. Uses only ``n``, ``alpha``, ``epsilon``: no privacy cost.
 

@@ -8,7 +8,7 @@ import sys
 import warnings
 
 #: Sub-command modules under ``dpuq.commands``; each defines ``register(subparsers)``.
-COMMANDS = ["demo", "calibrate", "predict", "plan", "reproduce"]
+COMMANDS = ["demo", "calibrate", "predict", "plan", "reproduce", "budget"]
 
 
 class _Parser(argparse.ArgumentParser):

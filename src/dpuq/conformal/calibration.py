@@ -23,6 +23,7 @@ from dpuq._validation import (
     check_positive_int,
     check_scores,
 )
+from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.quantile import (
     _gamma_star,
@@ -93,6 +94,24 @@ class PrivateCalibration:
             "privacy_report": self.privacy_report.to_dict(),
         }
 
+    def save(self, path, *, overwrite: bool = False) -> None:
+        """Write the release to ``path`` in the JSON format of ``dpuq calibrate -o``.
+
+        Atomic; without ``overwrite`` an existing file is an error. ``dpuq predict
+        --calibration path`` reads it (task "scores": sets ``{y : S(x, y) <= threshold}``).
+        """
+        from dpuq.conformal.release_io import calibration_record, write_calibration
+
+        write_calibration(path, calibration_record(self), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path) -> PrivateCalibration:
+        """Read a release written by :meth:`save` or ``dpuq calibrate -o`` (checked: format
+        version, threshold on its grid, fields that agree)."""
+        from dpuq.conformal.release_io import calibration_from_record, read_calibration
+
+        return calibration_from_record(read_calibration(path, "path"))
+
 
 def _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma) -> tuple[int, float]:
     if isinstance(n_bins, str):
@@ -119,6 +138,8 @@ def calibrate(
     n_bins: int | str = "auto",
     gamma: float | str = "auto",
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PrivateCalibration:
     """Release an ε-DP conformal threshold (Algorithm 3 of Angelopoulos et al. 2022).
 
@@ -145,6 +166,9 @@ def calibrate(
     random_state : None, int or numpy.random.Generator
         None (default) draws OS entropy: use it for releases. A seed makes a run reproducible,
         for experiments only.
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        Charge ε to ``dataset``'s budget before any noise is drawn (:func:`dpuq.ledger.charge`);
+        refused with :class:`dpuq.BudgetExceededError` when too little is left.
 
     Returns
     -------
@@ -163,6 +187,8 @@ def calibrate(
     epsilon = check_epsilon(epsilon)
     n = s.size
     m, g = _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma)
+    seeded = random_state is not None
+    charge(ledger, dataset, epsilon, what="calibrate: private conformal threshold", seeded=seeded)
     q = _level(n, alpha, epsilon, m, g)
     notes: list[str] = []
     if q >= 1.0:
@@ -202,6 +228,7 @@ def calibrate(
         else "none: constant release, no data used",
         details={"n": n, "alpha": alpha, "level (q̃)": q, "n_bins": m, "gamma": g},
         notes=tuple(notes),
+        seeded=seeded,
     )
     return PrivateCalibration(
         threshold=float(threshold),

@@ -319,6 +319,8 @@ def train_classifier(
     loss_fn: nn.Module | None = None,
     random_state=None,
     show_progress: bool = True,
+    ledger=None,
+    dataset: str | None = None,
 ) -> TrainingResult:
     """Train a classifier with SGD, DP-SGD or DP-SGLD on one code path (Opacus underneath).
 
@@ -380,6 +382,10 @@ def train_classifier(
         Seeds batch sampling and noise. None: fresh OS entropy (use for real releases).
     show_progress : bool, default True
         Progress bar over steps (tqdm, when installed).
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        Charge the target ``(epsilon, delta)`` under add/remove-one to ``dataset``'s budget
+        before training starts (a replace-one budget converts it, see :mod:`dpuq.ledger`), or
+        refuse; ``method="sgd"`` cannot be charged (not private).
 
     Returns
     -------
@@ -516,6 +522,20 @@ def train_classifier(
     else:
         steps = planned
 
+    if ledger is not None or dataset is not None:
+        from dpuq.ledger import charge
+
+        cost = (epsilon, delta) if private else (math.inf, 1.0)
+        what, seeded = f"train_classifier ({method})", random_state is not None
+        charge(
+            ledger,
+            dataset,
+            cost[0],
+            delta=cost[1],
+            relation=Relation.ADD_REMOVE,
+            what=what,
+            seeded=seeded,
+        )
     # ---- wrap and train -------------------------------------------------------------------
     model.train()
     base = torch.optim.SGD(

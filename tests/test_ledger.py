@@ -274,3 +274,43 @@ class TestReleasingFunctions:
         (row,) = led.releases("d")
         assert row.stated_relation == "add/remove-one" and row.relation == "replace-one"
         assert row.epsilon == 2.0 and res.privacy_report.epsilon <= 1.0 + 1e-9
+
+
+class TestChargesMatchReports:
+    """What the ledger charges is what the release's own report states."""
+
+    @pytest.mark.parametrize(("n", "runs"), [(60, False), (2000, True)])
+    def test_ensemble_cdf_charges_only_what_runs(self, tmp_path, n, runs):
+        import warnings
+
+        led = Ledger(tmp_path / "l.sqlite")
+        led.create_budget("d", epsilon=100.0)
+        x = np.random.default_rng(n).uniform(0, 1, n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ci = dpuq.private_confidence_interval(
+                x, alpha=0.5, epsilon=10.0, bounds=(0, 1), method="ensemble_cdf", n_grid=3,
+                beta=0.5, n_resamples=50, random_state=0, ledger=led, dataset="d",
+            )  # fmt: skip
+        (row,) = led.releases("d")
+        assert row.epsilon == ci.privacy_report.epsilon == (20.0 if runs else 10.0)
+
+    @pytest.mark.parametrize(
+        ("fn", "kwargs"),
+        [
+            ("private_bootstrap_cdf", {"t": 0.0}),
+            ("private_bootstrap_cdf", {"t": 0.0, "method": "naive"}),
+            ("private_bootstrap_cdf_grid", {}),
+            ("private_studentized_cdf", {"t": 1.0}),
+        ],
+    )
+    @pytest.mark.filterwarnings("ignore:the private median")
+    def test_bootstrap_cdfs(self, tmp_path, fn, kwargs):
+        led = Ledger(tmp_path / "l.sqlite")
+        led.create_budget("d", epsilon=100.0, delta=1e-3)
+        x = np.random.default_rng(0).uniform(0, 1, 2000)
+        est = getattr(dpuq, fn)(x, epsilon=1.0, bounds=(0, 1), n_resamples=20, random_state=0,
+                                ledger=led, dataset="d", **kwargs)  # fmt: skip
+        (row,) = led.releases("d")
+        assert (row.epsilon, row.delta) == (est.privacy_report.epsilon, est.privacy_report.delta)
+        assert row.seeded

@@ -618,8 +618,8 @@ def private_confidence_interval(
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         Charge the interval's total cost to ``dataset``'s budget before any noise is drawn
-        (``"ensemble_cdf"``: ``epsilon_estimate + epsilon_cdf`` even when the bootstrap turns
-        out not to run), or refuse it (:class:`dpuq.BudgetExceededError`).
+        (``"ensemble_cdf"``: only ``epsilon_estimate`` when the data-free error bound shows that
+        the bootstrap cannot be informative), or refuse it (:class:`dpuq.BudgetExceededError`).
 
     Returns
     -------
@@ -661,7 +661,11 @@ def private_confidence_interval(
     elif method == "ensemble_cdf":
         tt = _resolve_resamples(n_resamples, DEFAULT_INTERVAL_RESAMPLES)
         b_fail = check_in_open_unit(beta, "beta")
-        charge(ledger, dataset, e_est + e_cdf, what=what, seeded=seeded)
+        cost = e_est + e_cdf
+        if ledger is not None or dataset is not None:  # the bootstrap runs? (data-free)
+            s_cdf = resolve_n_subsets(n_subsets, n, e_cdf)
+            cost -= e_cdf * (_tree_bound(int(n_grid), s_cdf, e_cdf, b_fail)[0] >= a / 2.0)
+        charge(ledger, dataset, cost, what=what, seeded=seeded)
         out = _ensemble_cdf_interval(
             data, bnds, stat, a, e_est, e_cdf, n_subsets, tt, rng, n_candidates, b_fail, int(n_grid)
         )

@@ -314,3 +314,58 @@ class TestChargesMatchReports:
         (row,) = led.releases("d")
         assert (row.epsilon, row.delta) == (est.privacy_report.epsilon, est.privacy_report.delta)
         assert row.seeded
+
+
+class TestProperties:
+    @staticmethod
+    def _costs():
+        from hypothesis import strategies as st
+
+        eps = st.sampled_from([0.0, 0.05, 0.1, 0.25, 0.3, 0.5, 1.0, 2.5])
+        delta = st.sampled_from([0.0, 0.0, 1e-7, 5e-7])
+        return st.lists(st.tuples(eps, delta), max_size=8)
+
+    def test_accepts_exactly_what_fits_and_never_exceeds(self):
+        import tempfile
+
+        from hypothesis import given, settings
+
+        @settings(max_examples=10, deadline=None)
+        @given(costs=self._costs())
+        def check(costs):
+            with tempfile.TemporaryDirectory() as d:
+                led = Ledger(f"{d}/l.sqlite")
+                led.create_budget("d", epsilon=2.0, delta=1e-6)
+                accepted = []
+                for e, dl in costs:
+                    fits = compose_costs([*accepted, (e, dl)])
+                    try:
+                        led.reserve("d", e, dl, what="x")
+                    except BudgetExceededError:
+                        assert fits[0] > 2.0 * (1 + 1e-12) or fits[1] > 1e-6 * (1 + 1e-12)
+                    else:
+                        accepted.append((e, dl))
+                    st = led.status("d")
+                    assert st.spent_epsilon <= 2.0 * (1 + 1e-12)
+                    assert st.spent_delta <= 1e-6 * (1 + 1e-12)
+                assert led.status("d").n_releases == len(accepted)
+
+        check()
+
+    def test_threads_racing_for_the_last_of_the_budget(self, tmp_path):
+        from concurrent.futures import ThreadPoolExecutor
+
+        led = Ledger(tmp_path / "l.sqlite")
+        led.create_budget("d", epsilon=3.0)
+
+        def attempt(_):
+            try:
+                Ledger(led.path).reserve("d", 0.5, what="race")
+            except BudgetExceededError:
+                return False
+            return True
+
+        with ThreadPoolExecutor(8) as pool:
+            outcomes = list(pool.map(attempt, range(16)))
+        assert sum(outcomes) == 6
+        assert led.status("d").spent_epsilon == 3.0

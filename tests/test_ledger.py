@@ -325,30 +325,32 @@ class TestProperties:
         delta = st.sampled_from([0.0, 0.0, 1e-7, 5e-7])
         return st.lists(st.tuples(eps, delta), max_size=8)
 
-    def test_accepts_exactly_what_fits_and_never_exceeds(self):
-        import tempfile
+    def test_accepts_exactly_what_fits_and_never_exceeds(self, tmp_path):
+        import itertools
 
         from hypothesis import given, settings
+
+        led = Ledger(tmp_path / "l.sqlite")
+        names = (f"d{i}" for i in itertools.count())
 
         @settings(max_examples=10, deadline=None)
         @given(costs=self._costs())
         def check(costs):
-            with tempfile.TemporaryDirectory() as d:
-                led = Ledger(f"{d}/l.sqlite")
-                led.create_budget("d", epsilon=2.0, delta=1e-6)
-                accepted = []
-                for e, dl in costs:
-                    fits = compose_costs([*accepted, (e, dl)])
-                    try:
-                        led.reserve("d", e, dl, what="x")
-                    except BudgetExceededError:
-                        assert fits[0] > 2.0 * (1 + 1e-12) or fits[1] > 1e-6 * (1 + 1e-12)
-                    else:
-                        accepted.append((e, dl))
-                    st = led.status("d")
-                    assert st.spent_epsilon <= 2.0 * (1 + 1e-12)
-                    assert st.spent_delta <= 1e-6 * (1 + 1e-12)
-                assert led.status("d").n_releases == len(accepted)
+            name = next(names)
+            led.create_budget(name, epsilon=2.0, delta=1e-6)
+            accepted = []
+            for e, dl in costs:
+                fits = compose_costs([*accepted, (e, dl)])
+                try:
+                    led.reserve(name, e, dl, what="x")
+                except BudgetExceededError:
+                    assert fits[0] > 2.0 * (1 + 1e-12) or fits[1] > 1e-6 * (1 + 1e-12)
+                else:
+                    accepted.append((e, dl))
+                st = led.status(name)
+                assert st.spent_epsilon <= 2.0 * (1 + 1e-12)
+                assert st.spent_delta <= 1e-6 * (1 + 1e-12)
+            assert led.status(name).n_releases == len(accepted)
 
         check()
 

@@ -371,3 +371,40 @@ class TestProperties:
             outcomes = list(pool.map(attempt, range(16)))
         assert sum(outcomes) == 6
         assert led.status("d").spent_epsilon == 3.0
+
+
+class TestBudgetCommand:
+    def test_default_location_and_one_line_errors(self, tmp_path, monkeypatch, capsys):
+        import json
+
+        from dpuq.cli import main
+
+        monkeypatch.delenv("DPUQ_LEDGER", raising=False)
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+        assert main(["budget", "show", "--dataset", "icu"]) == 2
+        assert capsys.readouterr().err.startswith("dpuq: error: no ledger at")
+        assert main(["budget", "init", "--dataset", "icu", "--epsilon", "2", "--delta",
+                     "1e-6"]) == 0  # fmt: skip
+        assert (tmp_path / "xdg" / "dpuq" / "ledger.sqlite").exists()
+        assert main(["budget", "init", "--dataset", "icu", "--epsilon", "9"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "already has a privacy budget" in err
+        np.save(tmp_path / "s.npy", np.random.default_rng(0).uniform(size=500))
+        calib = ["calibrate", "--scores", str(tmp_path / "s.npy"), "--alpha", "0.1",
+                 "--epsilon", "1.5", "--dataset", "icu"]  # fmt: skip
+        assert main([*calib, "-o", str(tmp_path / "a.json")]) == 0
+        assert main([*calib, "-o", str(tmp_path / "b.json")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "budget" in err and not (tmp_path / "b.json").exists()
+        assert main(["budget", "show", "--dataset", "icu", "--json"]) == 0
+        info = json.loads(capsys.readouterr().out)
+        assert (info["spent_epsilon"], info["remaining_epsilon"]) == (1.5, 0.5)
+        assert [r["output"] for r in info["releases"]] == [str((tmp_path / "a.json").resolve())]
+        assert main(["budget", "show", "--dataset", "icu"]) == 0
+        out = capsys.readouterr().out
+        assert "spent      epsilon 1.5, delta 0 in 1 release(s)" in out
+        assert main(["budget", "history", "--json"]) == 0
+        assert len(json.loads(capsys.readouterr().out)) == 1
+        assert main([*calib[:-2], "--ledger", str(tmp_path / "l.sqlite"), "-o",
+                     str(tmp_path / "c.json")]) == 2  # fmt: skip
+        assert "--ledger needs --dataset" in capsys.readouterr().err

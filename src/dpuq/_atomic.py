@@ -55,6 +55,7 @@ __all__ = ["PendingFile", "atomic_write", "release_file"]
 #: Disk space reserved in the temporary file before a release (a calibration JSON is ~3 kB).
 RESERVE_BYTES = 64 * 1024
 _TMP_TAG = ".dpuq-tmp"
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK}
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -198,7 +199,12 @@ class PendingFile:
                 raise FileExistsError(
                     f"{self.label}: appeared while writing; pass --force to overwrite it"
                 ) from None
-            os.unlink(self.temp)
+            except OSError as exc:  # no hard links here (some network or FAT file systems)
+                if exc.errno not in _NO_LINKS or self.path.exists():
+                    raise
+                os.replace(self.temp, self.path)  # we hold the lock: no dpuq writer races us
+            else:
+                os.unlink(self.temp)
         _fsync_dir(self.path.parent if str(self.path.parent) else Path("."))
         self.committed = True
 

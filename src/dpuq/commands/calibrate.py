@@ -38,7 +38,9 @@ Give exactly one kind of input:
 Files: .npy, .csv/.tsv/.txt (optional header line) or .parquet (needs pyarrow).
 
 Privacy: epsilon-DP (delta = 0) for the calibration people, under replace-one neighbours with
-n public. Each run is a fresh release: running it twice on the same people spends 2 epsilon.
+n public. Each run is a fresh release: running it twice on the same people spends 2 epsilon;
+--dataset NAME (and --ledger PATH) charges it to that data set's budget first and refuses it
+when too little is left (see `dpuq budget`).
 The regression bound B must be public (domain knowledge or training data), never computed
 from the calibration data. Plan n and epsilon first with `dpuq plan`.
 """

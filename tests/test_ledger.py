@@ -50,6 +50,22 @@ class TestBudget:
         with pytest.raises(BudgetError, match="schema version"):
             Ledger(led.path)
 
+    def test_other_files_are_not_ledgers(self, tmp_path):
+        other = tmp_path / "other.db"
+        con = sqlite3.connect(other)
+        con.execute("CREATE TABLE t (x)")
+        con.commit()
+        con.close()
+        with pytest.raises(BudgetError, match="not a dpuq ledger"):
+            Ledger(other, create=False)
+        con = sqlite3.connect(other)
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # left untouched
+        con.close()
+        text = tmp_path / "notes.txt"
+        text.write_text("hello, this is not a database at all" * 10)
+        with pytest.raises(OSError, match="not a database"):
+            Ledger(text)
+
     def test_budget_is_set_once_and_checked(self, ledger):
         with pytest.raises(BudgetError, match="already has a privacy budget"):
             ledger.create_budget("icu", epsilon=10.0)

@@ -230,7 +230,7 @@ class Ledger:
                 raise ValueError(f"ledger {str(self.path)!r}: directory does not exist")
         elif self.path.is_dir():
             raise ValueError(f"ledger {str(self.path)!r}: is a directory")
-        self._migrate()
+        self._migrate(create)
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
@@ -263,13 +263,17 @@ class Ledger:
                 raise
             con.execute("COMMIT")
 
-    def _migrate(self) -> None:
+    def _migrate(self, create: bool) -> None:
         with self._connect() as con:
-            if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                con.execute("PRAGMA journal_mode=WAL")
             known = con.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
             ).fetchone()
+            if not known and not create:
+                raise BudgetError(
+                    f"{str(self.path)!r} is not a dpuq ledger (no schema_version table)"
+                )
+            if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                con.execute("PRAGMA journal_mode=WAL")
             if (
                 known
                 and con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]

@@ -40,11 +40,18 @@ import math
 import os
 import socket
 import sqlite3
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from dpuq._ledger_schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    Release,
+    Status,
+    compose_costs,
+    now,
+)
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
@@ -59,40 +66,8 @@ __all__ = [
     "default_ledger_path",
 ]
 
-SCHEMA_VERSION = 1
 #: Relative slack on the budget comparison (float sums of decimal costs; 5 x 0.2 == 1).
 _SLACK = 1e-12
-_MIGRATIONS = {
-    1: """
-    CREATE TABLE datasets (
-        name TEXT PRIMARY KEY,
-        epsilon REAL NOT NULL,
-        delta REAL NOT NULL,
-        relation TEXT NOT NULL,
-        created TEXT NOT NULL
-    );
-    CREATE TABLE releases (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        dataset TEXT NOT NULL REFERENCES datasets(name),
-        what TEXT NOT NULL,
-        epsilon REAL NOT NULL,
-        delta REAL NOT NULL,
-        relation TEXT NOT NULL,
-        stated_epsilon REAL NOT NULL,
-        stated_delta REAL NOT NULL,
-        stated_relation TEXT NOT NULL,
-        status TEXT NOT NULL,
-        reserved_at TEXT NOT NULL,
-        finished_at TEXT,
-        output TEXT,
-        seeded INTEGER NOT NULL,
-        dpuq_version TEXT NOT NULL,
-        pid INTEGER,
-        host TEXT
-    );
-    CREATE INDEX releases_dataset ON releases(dataset);
-    """,
-}
 
 
 class BudgetError(ValueError):
@@ -110,10 +85,6 @@ def default_ledger_path() -> Path:
         return Path(os.environ["DPUQ_LEDGER"]).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or os.path.join("~", ".local", "share")
     return Path(base).expanduser() / "dpuq" / "ledger.sqlite"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def _check_name(dataset) -> str:
@@ -135,64 +106,6 @@ def _check_cost(epsilon, delta) -> tuple[float, float]:
     if not 0.0 <= dl <= 1.0:
         raise ValueError(f"delta of a release must be in [0, 1], got {delta!r}")
     return eps, dl
-
-
-def compose_costs(costs: Iterable[tuple[float, float]]) -> tuple[float, float]:
-    """Total ``(ε, δ)`` of releases on the same data by basic composition (valid adaptively).
-
-    >>> compose_costs([(0.5, 0.0), (1.0, 1e-6), (0.5, 1e-6)])
-    (2.0, 2e-06)
-    """
-    costs = list(costs)
-    return (
-        math.fsum(e for e, _ in costs),
-        min(1.0, math.fsum(d for _, d in costs)),
-    )
-
-
-@dataclass(frozen=True)
-class Status:
-    """A data set's budget and what is spent and left (a snapshot)."""
-
-    dataset: str
-    budget_epsilon: float
-    budget_delta: float
-    relation: str
-    created: str
-    spent_epsilon: float
-    spent_delta: float
-    remaining_epsilon: float
-    remaining_delta: float
-    n_releases: int
-    composition: str = "basic (epsilon and delta add up; valid for adaptively chosen costs)"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Release:
-    """One row of the history. ``epsilon``/``delta``/``relation`` are what was charged (under
-    the budget's relation); ``stated_*`` what the release itself stated."""
-
-    id: int
-    dataset: str
-    what: str
-    epsilon: float
-    delta: float
-    relation: str
-    stated_epsilon: float
-    stated_delta: float
-    stated_relation: str
-    status: str
-    reserved_at: str
-    finished_at: str | None
-    output: str | None
-    seeded: bool
-    dpuq_version: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 _RELEASE_COLUMNS = ", ".join(Release.__dataclass_fields__)
@@ -293,10 +206,10 @@ class Ledger:
                     f"dpuq knows ({SCHEMA_VERSION}): upgrade dpuq"
                 )
             for version in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[version].split(";"):
+                for statement in MIGRATIONS[version].split(";"):
                     if statement.strip():
                         con.execute(statement)
-                con.execute("INSERT INTO schema_version VALUES (?, ?)", (version, _now()))
+                con.execute("INSERT INTO schema_version VALUES (?, ?)", (version, now()))
 
     @staticmethod
     def _budget_row(con: sqlite3.Connection, dataset: str):
@@ -343,7 +256,7 @@ class Ledger:
                     "a budget is set once"
                 )
             con.execute(
-                "INSERT INTO datasets VALUES (?, ?, ?, ?, ?)", (dataset, eps, dl, rel.value, _now())
+                "INSERT INTO datasets VALUES (?, ?, ?, ?, ?)", (dataset, eps, dl, rel.value, now())
             )
         return self.status(dataset)
 
@@ -448,7 +361,7 @@ class Ledger:
                     s_dl,
                     s_rel.value,
                     status,
-                    _now(),
+                    now(),
                     None,
                     None if output is None else str(Path(output).resolve()),
                     int(bool(seeded)),
@@ -465,7 +378,7 @@ class Ledger:
             con.execute(
                 "UPDATE releases SET status = ?, finished_at = ?, output = COALESCE(?, output) "
                 "WHERE id = ?",
-                (status, _now(), output, rid),
+                (status, now(), output, rid),
             )
 
     @contextlib.contextmanager

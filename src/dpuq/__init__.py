@@ -45,6 +45,7 @@ from dpuq.learning import (
     Thresholds,
     pac_sample_complexity,
 )
+from dpuq.ledger import BudgetExceededError, Ledger
 from dpuq.mechanisms import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
@@ -103,10 +104,12 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "BudgetExceededError",
     "ConceptList",
     "ConfidenceInterval",
     "DecisionStumps",
     "Intervals",
+    "Ledger",
     "NotFittedError",
     "PrivacyReport",
     "PrivateCDF",

@@ -8,7 +8,7 @@ import sys
 import warnings
 
 #: Sub-command modules under ``dpuq.commands``; each defines ``register(subparsers)``.
-COMMANDS = ["demo", "calibrate", "predict", "plan", "reproduce", "temperature"]
+COMMANDS = ["demo", "calibrate", "predict", "plan", "reproduce", "temperature", "budget"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -27,6 +27,7 @@ import numpy as np
 __all__ = [
     "READ_SUFFIXES",
     "check_output_path",
+    "json_text",
     "read_array",
     "read_json",
     "read_matrix",
@@ -277,10 +278,17 @@ def _jsonable(value):
     return value
 
 
+def json_text(obj: dict[str, Any]) -> str:
+    """``obj`` as indented JSON text (infinities as the strings ``"inf"``/``"-inf"``)."""
+    return json.dumps(_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def write_json(path, obj: dict[str, Any]) -> None:
-    """Write ``obj`` as indented JSON (infinities as the strings ``"inf"``/``"-inf"``)."""
-    text = json.dumps(_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False)
-    Path(path).write_text(text + "\n", encoding="utf-8")
+    """Write ``obj`` as indented JSON, atomically (:mod:`dpuq._atomic`)."""
+    from dpuq._atomic import atomic_write
+
+    text = json_text(obj)
+    atomic_write(path, lambda f: f.write_text(text))
 
 
 def write_sets(path, sets: np.ndarray, classes: list) -> None:
@@ -289,26 +297,44 @@ def write_sets(path, sets: np.ndarray, classes: list) -> None:
     ``.csv``: a 0/1 column per class (header: the class); ``.json``: for each row the list of
     classes in its set; ``.npy``: the boolean array.
     """
+    from dpuq._atomic import atomic_write
+
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".npy":
-        np.save(p, sets)
+        atomic_write(p, lambda f: f.write_with(lambda t: np.save(t, sets)))
     elif suffix == ".json":
         members = [np.asarray(classes)[row].tolist() for row in sets]
         write_json(p, {"classes": list(classes), "sets": members})
     else:
         header = ",".join(str(c) for c in classes)
-        np.savetxt(p, sets.astype(np.int8), fmt="%d", delimiter=",", header=header, comments="")
+        atomic_write(
+            p,
+            lambda f: f.write_with(
+                lambda t: np.savetxt(
+                    t, sets.astype(np.int8), fmt="%d", delimiter=",", header=header, comments=""
+                )
+            ),
+        )
 
 
 def write_intervals(path, intervals: np.ndarray) -> None:
     """Write (n, 2) intervals: ``.csv`` (columns lower, upper; ``inf`` for unbounded),
     ``.json`` (lists; ``"inf"``/``"-inf"`` for unbounded) or ``.npy``."""
+    from dpuq._atomic import atomic_write
+
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".npy":
-        np.save(p, intervals)
+        atomic_write(p, lambda f: f.write_with(lambda t: np.save(t, intervals)))
     elif suffix == ".json":
         write_json(p, {"lower": intervals[:, 0].tolist(), "upper": intervals[:, 1].tolist()})
     else:
-        np.savetxt(p, intervals, fmt="%.17g", delimiter=",", header="lower,upper", comments="")
+        atomic_write(
+            p,
+            lambda f: f.write_with(
+                lambda t: np.savetxt(
+                    t, intervals, fmt="%.17g", delimiter=",", header="lower,upper", comments=""
+                )
+            ),
+        )

@@ -10,10 +10,13 @@ from typing import Any
 
 import numpy as np
 
-CALIBRATION_FORMAT = "dpuq-calibration"
-CALIBRATION_FORMAT_VERSION = 1
-CLASSIFICATION_SCORES = ("lac", "aps", "raps")
-REGRESSION_SCORES = ("absolute", "cqr")
+from dpuq.conformal.release_io import (  # noqa: F401  (re-exported for dpuq predict)
+    CALIBRATION_FORMAT,
+    CALIBRATION_FORMAT_VERSION,
+    CLASSIFICATION_SCORES,
+    REGRESSION_SCORES,
+)
+
 #: Largest --bins accepted: the edges array of 10^7 bins takes 80 MB (auto never goes beyond).
 MAX_BINS = 10_000_000
 
@@ -35,7 +38,9 @@ Give exactly one kind of input:
 Files: .npy, .csv/.tsv/.txt (optional header line) or .parquet (needs pyarrow).
 
 Privacy: epsilon-DP (delta = 0) for the calibration people, under replace-one neighbours with
-n public. Each run is a fresh release: running it twice on the same people spends 2 epsilon.
+n public. Each run is a fresh release: running it twice on the same people spends 2 epsilon;
+--dataset NAME (and --ledger PATH) charges it to that data set's budget first and refuses it
+when too little is left (see `dpuq budget`).
 The regression bound B must be public (domain knowledge or training data), never computed
 from the calibration data. Plan n and epsilon first with `dpuq plan`.
 """
@@ -158,6 +163,9 @@ def register(subparsers) -> None:
         "-o", "--output", required=True, metavar="FILE.json", help="where to write the release"
     )
     out.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
+    from dpuq.commands.budget import add_ledger_arguments
+
+    add_ledger_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -297,10 +305,14 @@ def calibration_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
 
 # ----------------------------------------------------------------- the command
 def run(args: argparse.Namespace) -> int:
-    from dpuq import __version__
+    from contextlib import nullcontext
+
+    from dpuq._atomic import release_file
     from dpuq._validation import check_alpha, check_epsilon
+    from dpuq.commands.budget import open_ledger
     from dpuq.conformal.calibration import calibrate
-    from dpuq.io import check_output_path, write_json
+    from dpuq.conformal.release_io import calibration_record
+    from dpuq.io import check_output_path, json_text
 
     # Everything that can fail is checked before the release: a failed write after it would
     # make the user run it again and spend epsilon twice.
@@ -308,6 +320,7 @@ def run(args: argparse.Namespace) -> int:
     alpha = check_alpha(args.alpha, "--alpha")
     epsilon = check_epsilon(args.epsilon, "--epsilon")
     scores, meta = calibration_scores(args)
+    ledger = open_ledger(args)
     if args.seed is not None:
         warnings.warn(
             "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
@@ -315,24 +328,28 @@ def run(args: argparse.Namespace) -> int:
             UserWarning,
             stacklevel=1,
         )
-    cal = calibrate(
-        scores,
-        alpha=alpha,
-        epsilon=epsilon,
-        n_bins=args.bins,
-        method=args.method,
-        random_state=args.seed,
-    )
-    record = {
-        "format": CALIBRATION_FORMAT,
-        "format_version": CALIBRATION_FORMAT_VERSION,
-        "dpuq_version": __version__,
-        **meta,
-        "confidence_level": 1.0 - cal.alpha,
-        **cal.to_dict(),
-        "seeded": args.seed is not None,
-    }
-    write_json(out, record)
+    # Order: lock the output path (refused here if it exists or is being written), charge the
+    # ledger (committed), release, write atomically; a failure after the charge keeps it.
+    what = f"dpuq calibrate ({meta['task']}, score {meta['score']['name']})"
+    seeded = args.seed is not None
+    with release_file(out, force=args.force, name="-o") as pending:
+        spend = (
+            ledger.spend(args.dataset, epsilon, what=what, output=out, seeded=seeded)
+            if ledger is not None
+            else nullcontext()
+        )
+        with spend:
+            cal = calibrate(
+                scores,
+                alpha=alpha,
+                epsilon=epsilon,
+                n_bins=args.bins,
+                method=args.method,
+                random_state=args.seed,
+            )
+            record = {**calibration_record(cal, **meta), "seeded": seeded}
+            pending.write_text(json_text(record))
+            pending.commit()
     if not cal.informative:
         state = "NOT informative: full sets / the whole line"
     elif cal.threshold >= 1.0:

@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import Any
 
 import numpy as np
-
-from dpuq.commands.calibrate import (
-    CALIBRATION_FORMAT,
-    CLASSIFICATION_SCORES,
-    REGRESSION_SCORES,
-)
 
 DESCRIPTION = """\
 Turn a calibration released by `dpuq calibrate` into prediction sets (classification, or
@@ -76,39 +69,11 @@ def _field(cal: dict, key: str, label: str):
 
 
 def load_calibration(path: str) -> dict[str, Any]:
-    """Read and check a calibration JSON written by ``dpuq calibrate``."""
-    from dpuq.io import read_json
+    """Read and check a calibration JSON written by ``dpuq calibrate`` (or ``save``): format
+    version, threshold on its grid, fields that agree (:mod:`dpuq.conformal.release_io`)."""
+    from dpuq.conformal.release_io import read_calibration
 
-    label = f"--calibration {path!r}"
-    cal = read_json(path, "--calibration")
-    if cal.get("format") != CALIBRATION_FORMAT:
-        raise ValueError(f"{label}: not a dpuq calibration file (format {cal.get('format')!r})")
-    threshold = _field(cal, "threshold", label)
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
-        or not 0.0 <= threshold <= 1.0
-    ):
-        raise ValueError(f"{label}: threshold must be a number in [0, 1], got {threshold!r}")
-    task = _field(cal, "task", label)
-    score = _field(cal, "score", label)
-    if not isinstance(score, dict) or "name" not in score:
-        raise ValueError(f"{label}: field 'score' must be an object with a 'name'")
-    if task == "classification":
-        if score["name"] not in CLASSIFICATION_SCORES:
-            raise ValueError(f"{label}: unknown classification score {score['name']!r}")
-        k = _field(cal, "n_classes", label)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-            raise ValueError(f"{label}: n_classes must be an integer >= 2, got {k!r}")
-    elif task == "regression":
-        if score["name"] not in REGRESSION_SCORES:
-            raise ValueError(f"{label}: unknown regression score {score['name']!r}")
-        b = score.get("bound")
-        if isinstance(b, bool) or not isinstance(b, int | float) or not math.isfinite(b) or b <= 0:
-            raise ValueError(f"{label}: score bound must be a number > 0, got {b!r}")
-    elif task != "scores":
-        raise ValueError(f"{label}: unknown task {task!r}")
-    return cal
+    return read_calibration(path, "--calibration")
 
 
 def _expect(args, flag: str, task: str, score: str) -> str:

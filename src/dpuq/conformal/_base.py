@@ -34,6 +34,22 @@ class _PrivateConformalBase:
                 f"conformalize(X_cal, y_cal) before {self._predict_verb}"
             )
 
+    def save_release(self, path, *, overwrite: bool = False) -> None:
+        """Write the released state (threshold, settings, privacy report; not the model) to
+        ``path`` in the JSON format of ``dpuq calibrate -o``, atomically; ``dpuq predict``
+        reads it. Without ``overwrite`` an existing file is an error."""
+        from dpuq.conformal.release_io import estimator_record, write_calibration
+
+        write_calibration(path, estimator_record(self), overwrite=overwrite)
+
+    @classmethod
+    def load_release(cls, path, estimator):
+        """The estimator wrapping ``estimator`` (the model) in the released state read from
+        ``path`` (written by :meth:`save_release` or ``dpuq calibrate -o``); no privacy cost."""
+        from dpuq.conformal.release_io import read_calibration, restore_estimator
+
+        return restore_estimator(cls, read_calibration(path, "path"), estimator)
+
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state.pop("_rng_", None)  # generator state is not a released value

@@ -23,6 +23,7 @@ from dpuq._validation import (
     check_positive_int,
     check_scores,
 )
+from dpuq.ledger import charge
 from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, private_quantile_from_counts
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning import (
@@ -107,6 +108,24 @@ class PrivateCalibration:
             "certified_coverage": self.certified_coverage,
         }
 
+    def save(self, path, *, overwrite: bool = False) -> None:
+        """Write the release to ``path`` in the JSON format of ``dpuq calibrate -o``.
+
+        Atomic; without ``overwrite`` an existing file is an error. ``dpuq predict
+        --calibration path`` reads it (task "scores": sets ``{y : S(x, y) <= threshold}``).
+        """
+        from dpuq.conformal.release_io import calibration_record, write_calibration
+
+        write_calibration(path, calibration_record(self), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path) -> PrivateCalibration:
+        """Read a release written by :meth:`save` or ``dpuq calibrate -o`` (checked: format
+        version, threshold on its grid, fields that agree)."""
+        from dpuq.conformal.release_io import calibration_from_record, read_calibration
+
+        return calibration_from_record(read_calibration(path, "path"))
+
 
 def _check_bins_gamma(n_bins, gamma, method: str) -> None:
     if gamma is None:
@@ -182,6 +201,8 @@ def calibrate(
     gamma: float | str = "auto",
     method: str = "certified",
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PrivateCalibration:
     """Release an ε-DP conformal threshold with a proven coverage guarantee.
 
@@ -213,6 +234,9 @@ def calibrate(
     random_state : None, int or numpy.random.Generator
         None (default) draws OS entropy: use it for releases. A seed makes a run reproducible,
         for experiments only (the report then says "seeded").
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        Charge ε to ``dataset``'s budget before any noise is drawn (:func:`dpuq.ledger.charge`);
+        refused with :class:`dpuq.BudgetExceededError` when too little is left.
 
     Returns
     -------
@@ -250,6 +274,13 @@ def calibrate(
         informative = math.isfinite(level)
         cover = _cert(n, level * n, epsilon, m) if informative else 1.0
         utility = "rank"
+    charge(
+        ledger,
+        dataset,
+        epsilon,
+        what="calibrate: private conformal threshold",
+        seeded=random_state is not None,
+    )
     notes: list[str] = []
     if informative:
         threshold = private_quantile_from_counts(

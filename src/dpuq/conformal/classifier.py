@@ -11,6 +11,7 @@ from dpuq.conformal._base import _PrivateConformalBase
 from dpuq.conformal.calibration import PrivateCalibration, calibrate
 from dpuq.conformal.scores import score_function
 from dpuq.conformal.sets import prediction_sets
+from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
 
@@ -155,10 +156,14 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         self._set_classes(y=y)
         return self
 
-    def conformalize(self, X_cal, y_cal) -> PrivateConformalClassifier:
+    def conformalize(
+        self, X_cal, y_cal, *, ledger=None, dataset=None
+    ) -> PrivateConformalClassifier:
         """Release the ε-DP threshold from calibration data; returns self.
 
-        The calibration data and their scores are not kept.
+        The calibration data and their scores are not kept. With ``ledger``/``dataset``
+        (:class:`dpuq.Ledger` or its path, and a data set name) ε is charged to the data set's
+        budget before any noise is drawn, or the release is refused.
         """
         epsilon = check_epsilon(self.epsilon)
         alpha = self._alpha()
@@ -172,13 +177,15 @@ class PrivateConformalClassifier(_PrivateConformalBase):
             )
         labels = self._label_index(y_cal)
         scores = self._score_matrix(probs, labels)
+        what = "PrivateConformalClassifier.conformalize"
+        charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         self.calibration_: PrivateCalibration = calibrate(
             scores,
             alpha=alpha,
             epsilon=epsilon,
             n_bins=self.n_bins,
             method=self.method,
-            random_state=self._rng(),
+            random_state=self._rng() if self.random_state is not None else None,
         )
         self.threshold_ = self.calibration_.threshold
         self.privacy_report_: PrivacyReport = self.calibration_.privacy_report

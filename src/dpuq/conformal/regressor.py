@@ -18,6 +18,7 @@ from dpuq.conformal.regression_scores import (
     cqr_intervals,
     cqr_scores,
 )
+from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
 
@@ -172,10 +173,12 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 est.fit(X, y)
         return self
 
-    def conformalize(self, X_cal, y_cal) -> PrivateConformalRegressor:
+    def conformalize(self, X_cal, y_cal, *, ledger=None, dataset=None) -> PrivateConformalRegressor:
         """Release the ε-DP threshold from calibration data; returns self.
 
-        The calibration data and their scores are not kept.
+        The calibration data and their scores are not kept. With ``ledger``/``dataset``
+        (:class:`dpuq.Ledger` or its path, and a data set name) ε is charged to the data set's
+        budget before any noise is drawn, or the release is refused.
         """
         epsilon, alpha, bound = self._check_params()
         y = check_array_1d(y_cal, "y_cal")
@@ -191,13 +194,15 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 raise ValueError(f"X_cal gave {quant.shape[0]} predictions but y_cal has {y.size}")
             scores = cqr_scores(quant, y, bound=bound)
             described = "CQR max(q_lo - y, y - q_hi) mapped to [0, 1] by (clip(r, -B, B) + B)/(2B)"
+        what = "PrivateConformalRegressor.conformalize"
+        charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         cal = calibrate(
             scores,
             alpha=alpha,
             epsilon=epsilon,
             n_bins=self.n_bins,
             method=self.method,
-            random_state=self._rng(),
+            random_state=self._rng() if self.random_state is not None else None,
         )
         details = dict(cal.privacy_report.details)
         details.update({"score": described, "bound (public)": bound})

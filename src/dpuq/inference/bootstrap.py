@@ -43,6 +43,7 @@ from dpuq.inference.aggregation import (
     tree_cdf,
     tree_error_bound,
 )
+from dpuq.ledger import charge
 from dpuq.mechanisms.laplace import laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.report import PrivacyReport, Relation
@@ -368,6 +369,8 @@ def private_bootstrap_cdf(
     delta: float = 1e-6,
     clip: bool = False,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PrivateCDF:
     """Private bootstrap estimate of ``J_n(t) = P(√n (θ - θ̂) <= t)`` (SPEC D).
 
@@ -413,6 +416,11 @@ def private_bootstrap_cdf(
         Clip data outside ``bounds`` (a warning gives the count; it is not released).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        Charge the release's cost (naive: its (ε', δ)) to ``dataset``'s budget before any
+        noise is drawn, or refuse it (:class:`dpuq.BudgetExceededError`). The same two
+        arguments are taken by :func:`private_bootstrap_cdf_grid` and
+        :func:`private_studentized_cdf` (cost ``epsilon``).
 
     Returns
     -------
@@ -433,7 +441,9 @@ def private_bootstrap_cdf(
     tv = tarr.reshape(-1)
     rng = check_random_state(random_state)
     n = data.size
+    what, seeded = f"private_bootstrap_cdf ({method})", random_state is not None
     if method == "ensemble":
+        charge(ledger, dataset, eps, what=what, seeded=seeded)
         res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
         per_subset = _cdfs_at(subset_roots(res, stat, "basic"), tv)
         noisy, scale = private_average(per_subset, eps, rng)
@@ -466,10 +476,11 @@ def private_bootstrap_cdf(
             "bounded by R/n (mean, trimmed mean); the median's is R. Use method='ensemble'"
         )
     tt = _resolve_resamples(n_resamples, max(1, math.floor(math.sqrt(n * eps))))
+    priv = naive_bootstrap_privacy(n, eps, tt, delta)
+    charge(ledger, dataset, priv.epsilon, delta=priv.delta, what=what, seeded=seeded)
     theta_tilde, theta_star, scale0, scale_i = _naive_release(data, bnds, stat, eps, tt, rng)
     roots = math.sqrt(n) * (theta_tilde - theta_star)
     est = (roots[None, :] <= tv[:, None]).mean(axis=1)
-    priv = naive_bootstrap_privacy(n, eps, tt, delta)
     report = PrivacyReport(
         mechanism="naive private bootstrap (SPEC D, Algorithm 1)",
         epsilon=priv.epsilon,
@@ -529,6 +540,8 @@ def private_bootstrap_cdf_grid(
     beta: float = 0.05,
     clip: bool = False,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PrivateCDFGrid:
     """Private bootstrap CDF at every point of a public grid at once (SPEC D, Theorem 2).
 
@@ -580,6 +593,8 @@ def private_bootstrap_cdf_grid(
         if np.any(np.diff(g) <= 0):
             raise ValueError("grid must be strictly increasing")
     rng = check_random_state(random_state)
+    what = "private_bootstrap_cdf_grid"
+    charge(ledger, dataset, eps, what=what, seeded=random_state is not None)
     res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
     roots = subset_roots(res, stat, root)
     s, tt = roots.shape
@@ -653,6 +668,8 @@ def private_studentized_cdf(
     n_candidates: int = 201,
     clip: bool = False,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PrivateCDF:
     """Private estimate of the studentized mean's CDF ``P(√n (x̄ - θ)/σ̂ <= t)`` (SPEC D,
     Theorem 3).
@@ -699,6 +716,8 @@ def private_studentized_cdf(
     tarr = _check_thresholds(t)
     tv = tarr.reshape(-1)
     rng = check_random_state(random_state)
+    what = "private_studentized_cdf"
+    charge(ledger, dataset, eps, what=what, seeded=random_state is not None)
     res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
     per_subset = _cdfs_at(subset_roots(res, stat, "studentized"), tv)
     n, b, tt = data.size, res.subset_size, res.n_resamples

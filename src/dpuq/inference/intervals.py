@@ -73,6 +73,7 @@ from dpuq.inference.estimates import (
     release_point_estimate,
     release_variance,
 )
+from dpuq.ledger import charge
 from dpuq.mechanisms.laplace import laplace_cdf
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.report import PrivacyReport, Relation
@@ -568,6 +569,8 @@ def private_confidence_interval(
     symmetric: bool = True,
     clip: bool = False,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> ConfidenceInterval:
     """A differentially private ``1 - alpha`` confidence interval for a statistic (SPEC D).
 
@@ -613,6 +616,10 @@ def private_confidence_interval(
         Clip data outside ``bounds`` (a warning gives the count; it is not released).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        Charge the interval's total cost to ``dataset``'s budget before any noise is drawn
+        (``"ensemble_cdf"``: only ``epsilon_estimate`` when the data-free error bound shows that
+        the bootstrap cannot be informative), or refuse it (:class:`dpuq.BudgetExceededError`).
 
     Returns
     -------
@@ -644,14 +651,21 @@ def private_confidence_interval(
     if stat.name == "trimmed_mean" and n - 2 * stat.n_trim(n) < 1:
         raise ValueError(f"trim={stat.trim} leaves no data")
     rng = check_random_state(random_state)
+    what, seeded = f"private_confidence_interval ({method})", random_state is not None
     if method == "ensemble":
         tt = _resolve_resamples(n_resamples, DEFAULT_INTERVAL_RESAMPLES)
+        charge(ledger, dataset, e_est + e_cdf, what=what, seeded=seeded)
         out = _ensemble_interval(
             data, bnds, stat, a, e_est, e_cdf, n_subsets, tt, rng, n_candidates, symmetric
         )
     elif method == "ensemble_cdf":
         tt = _resolve_resamples(n_resamples, DEFAULT_INTERVAL_RESAMPLES)
         b_fail = check_in_open_unit(beta, "beta")
+        cost = e_est + e_cdf
+        if ledger is not None or dataset is not None:  # the bootstrap runs? (data-free)
+            s_cdf = resolve_n_subsets(n_subsets, n, e_cdf)
+            cost -= e_cdf * (_tree_bound(int(n_grid), s_cdf, e_cdf, b_fail)[0] >= a / 2.0)
+        charge(ledger, dataset, cost, what=what, seeded=seeded)
         out = _ensemble_cdf_interval(
             data, bnds, stat, a, e_est, e_cdf, n_subsets, tt, rng, n_candidates, b_fail, int(n_grid)
         )
@@ -662,9 +676,10 @@ def private_confidence_interval(
                 "bounded by R/n (mean, trimmed mean); use method='ensemble' for the median"
             )
         tt = _resolve_resamples(n_resamples, max(1, math.floor(math.sqrt(n * e_cdf))))
-        out = _naive_interval(
-            data, bnds, stat, a, e_est, e_cdf, tt, rng, check_in_open_unit(delta, "delta")
-        )
+        d_naive = check_in_open_unit(delta, "delta")
+        cost = naive_bootstrap_privacy(n, e_cdf, tt, d_naive, epsilon_center=e_est)
+        charge(ledger, dataset, cost.epsilon, delta=cost.delta, what=what, seeded=seeded)
+        out = _naive_interval(data, bnds, stat, a, e_est, e_cdf, tt, rng, d_naive)
     else:
         raise ValueError(f"method must be 'ensemble', 'ensemble_cdf' or 'naive', got {method!r}")
     lower, upper, estimate, informative, report, details = out
@@ -762,8 +777,13 @@ def normal_approximation_interval(
     epsilon_variance: float | None = None,
     clip: bool = False,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> ConfidenceInterval:
     """Private normal-approximation interval for the mean (a baseline); ε + ε_var -DP.
+
+    ``ledger``/``dataset`` charge ``ε + ε_var`` before any noise is drawn (as in
+    :func:`private_confidence_interval`).
 
     ``θ̃ = x̄ + Laplace(R/(n ε))``; ``σ̃² = s² + Laplace(R²/(n ε_var))`` (``ε_var`` defaults
     to ``epsilon``: 2ε in total, like :func:`private_confidence_interval`); the interval is
@@ -790,6 +810,8 @@ def normal_approximation_interval(
         raise ValueError(f"x needs at least 2 values, got n={data.size}")
     bnds = check_bounds(bounds)
     rng = check_random_state(random_state)
+    what = "normal_approximation_interval"
+    charge(ledger, dataset, e_mean + e_var, what=what, seeded=random_state is not None)
     lo, hi, est, ms, vs = _normal_batch(data[None, :], bnds, a, e_mean, e_var, rng)
     report = PrivacyReport(
         mechanism="normal approximation with Laplace mean and Laplace variance",

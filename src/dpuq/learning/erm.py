@@ -27,6 +27,7 @@ import numpy as np
 
 from dpuq._validation import NotFittedError, check_epsilon, check_in_open_unit, check_positive_int
 from dpuq.learning.concepts import ConceptClass, as_concept_class, check_binary_labels
+from dpuq.ledger import charge
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
@@ -110,8 +111,11 @@ class PrivateERMClassifier:
         return cc, cc._error_counts(Xc, yc), int(yc.size)
 
     # ------------------------------------------------------------------ API
-    def fit(self, X, y) -> PrivateERMClassifier:
+    def fit(self, X, y, *, ledger=None, dataset=None) -> PrivateERMClassifier:
         """Release one concept with ε-DP from the training data; returns self.
+
+        With ``ledger``/``dataset`` (:class:`dpuq.Ledger` or its path, and a data set name) ε
+        is charged to the data set's budget before any noise is drawn, or the fit is refused.
 
         Raises
         ------
@@ -121,6 +125,8 @@ class PrivateERMClassifier:
         """
         epsilon = check_epsilon(self.epsilon)
         cc, counts, n = self._counts(X, y)
+        what = "PrivateERMClassifier.fit"
+        charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         index = exponential_mechanism(
             -counts.astype(float), epsilon=epsilon, sensitivity=1.0, random_state=self._rng()
         )

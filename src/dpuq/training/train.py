@@ -372,6 +372,8 @@ def train_classifier(
     show_progress: bool = True,
     posterior_samples: int | None = None,
     burn_in: float | None = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> TrainingResult:
     """Train a classifier with SGD, DP-SGD or DP-SGLD on one code path (Opacus underneath).
 
@@ -454,6 +456,10 @@ def train_classifier(
         Progress bar over steps (tqdm, when installed).
     posterior_samples, burn_in : deprecated
         Former names of ``iterate_averaging`` and ``averaging_start``.
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        Charge the target ``(epsilon, delta)`` under ``relation`` to ``dataset``'s budget
+        before training starts (a replace-one budget converts it, see :mod:`dpuq.ledger`), or
+        refuse; ``method="sgd"`` cannot be charged (not private).
 
     Returns
     -------
@@ -612,6 +618,20 @@ def train_classifier(
     else:
         steps = planned
 
+    if ledger is not None or dataset is not None:
+        from dpuq.ledger import charge
+
+        cost = (epsilon, delta) if private else (math.inf, 1.0)
+        what, seeded = f"train_classifier ({method})", random_state is not None
+        charge(
+            ledger,
+            dataset,
+            cost[0],
+            delta=cost[1],
+            relation=relation,
+            what=what,
+            seeded=seeded,
+        )
     # ---- wrap and train -------------------------------------------------------------------
     model.train()
     base = torch.optim.SGD(

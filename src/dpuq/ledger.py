@@ -1,0 +1,466 @@
+"""A privacy budget ledger: an odometer with a filter, in one SQLite file.
+
+Each named data set has a budget ``(ε, δ)`` under one neighbouring relation. Every release
+about that data set is recorded with its cost *before* any noise is drawn, inside a transaction
+that holds SQLite's write lock while it checks what is left (``BEGIN IMMEDIATE``); a release
+that would exceed the budget is refused with :class:`BudgetExceededError`. A recorded spend is
+never taken back: if the process dies after reserving, or the release fails, the cost stays
+counted (conservative: never a release without its spend).
+
+Composition (:func:`compose_costs`): pure ε adds; ``(ε, δ)`` parts compose by basic composition
+(ε's add, δ's add). Basic composition stays valid when each release's ε and δ are chosen after
+seeing earlier outputs, which is how a ledger is used (Rogers et al. 2016, "Privacy odometers and
+filters"); tighter composition theorems (advanced, PLD) are not all valid for such adaptively
+chosen costs, so the ledger does not use them. A cost stated under add/remove-one is charged to a
+replace-one budget converted by group privacy, ``(2ε, (1 + e^ε) δ)``
+(:meth:`dpuq.report.PrivacyReport.under`), and the history keeps both; a replace-one cost is
+refused by an add/remove-one budget (no conversion exists).
+
+The file: WAL journal (readers never block the writer), ``synchronous=FULL`` (a committed spend
+survives a power cut), a ``schema_version`` table, migrations that only add.
+
+Examples
+--------
+>>> import os, tempfile
+>>> ledger = Ledger(os.path.join(tempfile.mkdtemp(), "ledger.sqlite"))
+>>> _ = ledger.create_budget("patients", epsilon=2.0)
+>>> _ = ledger.reserve("patients", 1.5, what="calibration threshold")
+>>> ledger.status("patients").remaining_epsilon
+0.5
+>>> ledger.reserve("patients", 1.0, what="another threshold")
+Traceback (most recent call last):
+...
+dpuq.ledger.BudgetExceededError: privacy budget of data set 'patients' exceeded: ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import socket
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dpuq._ledger_schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    Release,
+    Status,
+    compose_costs,
+    now,
+)
+from dpuq.report import PrivacyReport, Relation
+
+__all__ = [
+    "BudgetError",
+    "BudgetExceededError",
+    "Ledger",
+    "Receipt",
+    "Release",
+    "Status",
+    "charge",
+    "compose_costs",
+    "default_ledger_path",
+]
+
+#: Relative slack on the budget comparison (float sums of decimal costs; 5 x 0.2 == 1).
+_SLACK = 1e-12
+
+
+class BudgetError(ValueError):
+    """A ledger refusal: no budget for the data set, or a bad budget."""
+
+
+class BudgetExceededError(BudgetError):
+    """The release would exceed what is left of the data set's privacy budget."""
+
+
+def default_ledger_path() -> Path:
+    """``$DPUQ_LEDGER``, else ``$XDG_DATA_HOME/dpuq/ledger.sqlite``, else
+    ``~/.local/share/dpuq/ledger.sqlite``."""
+    if os.environ.get("DPUQ_LEDGER"):
+        return Path(os.environ["DPUQ_LEDGER"]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join("~", ".local", "share")
+    return Path(base).expanduser() / "dpuq" / "ledger.sqlite"
+
+
+def _check_name(dataset) -> str:
+    if not isinstance(dataset, str) or not dataset.strip():
+        raise ValueError(f"dataset must be a non-empty name, got {dataset!r}")
+    if len(dataset) > 200 or any(ord(c) < 32 for c in dataset):
+        raise ValueError(f"dataset must be a printable name of at most 200 characters: {dataset!r}")
+    return dataset
+
+
+def _check_cost(epsilon, delta) -> tuple[float, float]:
+    eps, dl = float(epsilon), float(delta)
+    if math.isnan(eps) or eps < 0:
+        raise ValueError(f"epsilon of a release must be >= 0, got {epsilon!r}")
+    if math.isinf(eps):
+        raise BudgetExceededError(
+            "a non-private release (epsilon = inf) cannot be charged to a privacy budget"
+        )
+    if not 0.0 <= dl <= 1.0:
+        raise ValueError(f"delta of a release must be in [0, 1], got {delta!r}")
+    return eps, dl
+
+
+_RELEASE_COLUMNS = ", ".join(Release.__dataclass_fields__)
+_INSERT_COLUMNS = ", ".join([*list(Release.__dataclass_fields__)[1:], "pid", "host"])
+
+
+class Ledger:
+    """A privacy budget ledger in one SQLite file (created, with its schema, if missing).
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The file; default :func:`default_ledger_path`.
+    create : bool, default True
+        Create the file if it does not exist (False: a missing file is an error).
+    timeout : float, default 60
+        Seconds to wait for another process's write lock.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike | None = None, *, create: bool = True, timeout: float = 60.0
+    ) -> None:
+        where = Path(path) if path is not None else default_ledger_path()
+        self.path = where.expanduser().absolute()
+        self.timeout = float(timeout)
+        if not self.path.exists():
+            if not create:
+                raise BudgetError(
+                    f"no ledger at {str(self.path)!r}: set a budget first with "
+                    "`dpuq budget init --ledger PATH --dataset NAME --epsilon E`"
+                )
+            if path is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            elif not self.path.parent.is_dir():
+                raise ValueError(f"ledger {str(self.path)!r}: directory does not exist")
+        elif self.path.is_dir():
+            raise ValueError(f"ledger {str(self.path)!r}: is a directory")
+        self._migrate(create)
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    # ------------------------------------------------------------------ plumbing
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise OSError(f"ledger {str(self.path)!r}: cannot open ({exc})") from None
+        try:
+            con.execute("PRAGMA synchronous=FULL")
+            con.execute("PRAGMA foreign_keys=ON")
+            yield con
+        except sqlite3.DatabaseError as exc:
+            raise OSError(f"ledger {str(self.path)!r}: {exc}") from None
+        finally:
+            con.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A transaction holding the write lock from its start (BEGIN IMMEDIATE)."""
+        with self._connect() as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def _migrate(self, create: bool) -> None:
+        with self._connect() as con:
+            known = con.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            ).fetchone()
+            if not known and not create:
+                raise BudgetError(
+                    f"{str(self.path)!r} is not a dpuq ledger (no schema_version table)"
+                )
+            if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                con.execute("PRAGMA journal_mode=WAL")
+            if (
+                known
+                and con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+                == SCHEMA_VERSION
+            ):
+                return
+        with self._write() as con:
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version "
+                "(version INTEGER NOT NULL, applied TEXT NOT NULL)"
+            )
+            row = con.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = row[0] or 0
+            if current > SCHEMA_VERSION:
+                raise BudgetError(
+                    f"ledger {str(self.path)!r} has schema version {current}, newer than this "
+                    f"dpuq knows ({SCHEMA_VERSION}): upgrade dpuq"
+                )
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+                con.execute("INSERT INTO schema_version VALUES (?, ?)", (version, now()))
+
+    @staticmethod
+    def _budget_row(con: sqlite3.Connection, dataset: str):
+        row = con.execute(
+            "SELECT epsilon, delta, relation, created FROM datasets WHERE name = ?", (dataset,)
+        ).fetchone()
+        if row is None:
+            raise BudgetError(
+                f"no privacy budget for data set {dataset!r} in the ledger: set one with "
+                f"`dpuq budget init --dataset {dataset} --epsilon E` or Ledger.create_budget"
+            )
+        return row
+
+    @staticmethod
+    def _spent(con: sqlite3.Connection, dataset: str) -> tuple[tuple[float, float], int]:
+        rows = con.execute(
+            "SELECT epsilon, delta FROM releases WHERE dataset = ?", (dataset,)
+        ).fetchall()
+        return compose_costs(rows), len(rows)
+
+    # ------------------------------------------------------------------ budgets
+    def create_budget(
+        self,
+        dataset: str,
+        epsilon: float,
+        delta: float = 0.0,
+        relation: Relation | str = Relation.REPLACE_ONE,
+    ) -> Status:
+        """Give ``dataset`` a total budget ``(epsilon, delta)`` under ``relation``.
+
+        A data set's budget is set once: an existing budget is never replaced.
+        """
+        dataset = _check_name(dataset)
+        eps, dl = float(epsilon), float(delta)
+        if not math.isfinite(eps) or eps <= 0:
+            raise BudgetError(f"budget epsilon must be a finite number > 0, got {epsilon!r}")
+        if not 0.0 <= dl < 1.0:
+            raise BudgetError(f"budget delta must be in [0, 1), got {delta!r}")
+        rel = Relation.coerce(relation)
+        with self._write() as con:
+            if con.execute("SELECT 1 FROM datasets WHERE name = ?", (dataset,)).fetchone():
+                raise BudgetError(
+                    f"data set {dataset!r} already has a privacy budget in {str(self.path)!r}; "
+                    "a budget is set once"
+                )
+            con.execute(
+                "INSERT INTO datasets VALUES (?, ?, ?, ?, ?)", (dataset, eps, dl, rel.value, now())
+            )
+        return self.status(dataset)
+
+    def datasets(self) -> list[str]:
+        """The names of the data sets with a budget."""
+        with self._connect() as con:
+            return [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY name")]
+
+    def status(self, dataset: str) -> Status:
+        """Budget, spent and remaining ε and δ of ``dataset``."""
+        dataset = _check_name(dataset)
+        with self._connect() as con:
+            con.execute("BEGIN")  # one consistent snapshot
+            eps, dl, rel, created = self._budget_row(con, dataset)
+            (s_eps, s_dl), count = self._spent(con, dataset)
+            con.execute("COMMIT")
+        return Status(
+            dataset=dataset,
+            budget_epsilon=eps,
+            budget_delta=dl,
+            relation=rel,
+            created=created,
+            spent_epsilon=s_eps,
+            spent_delta=s_dl,
+            remaining_epsilon=max(0.0, eps - s_eps),
+            remaining_delta=max(0.0, dl - s_dl),
+            n_releases=count,
+        )
+
+    def releases(self, dataset: str | None = None) -> list[Release]:
+        """The history, oldest first (of one data set, or of all)."""
+        query = f"SELECT {_RELEASE_COLUMNS} FROM releases"
+        params: tuple = ()
+        if dataset is not None:
+            query += " WHERE dataset = ?"
+            params = (_check_name(dataset),)
+        with self._connect() as con:
+            rows = con.execute(query + " ORDER BY id", params).fetchall()
+        return [Release(*r[:13], bool(r[13]), r[14]) for r in rows]
+
+    # ------------------------------------------------------------------ spending
+    def reserve(
+        self,
+        dataset: str,
+        epsilon: float,
+        delta: float = 0.0,
+        relation: Relation | str = Relation.REPLACE_ONE,
+        *,
+        what: str,
+        output: str | os.PathLike | None = None,
+        seeded: bool = False,
+        status: str = "reserved",
+    ) -> Receipt:
+        """Record a release's cost, or refuse it, in one write-locked transaction.
+
+        Call it before any noise is drawn. The spend is committed when this returns and is
+        never taken back. Raises :class:`BudgetExceededError` if the total would exceed the
+        budget, :class:`BudgetError` if ``dataset`` has no budget, :class:`ValueError` for a
+        cost under replace-one charged to an add/remove-one budget.
+        """
+        from dpuq import __version__
+
+        dataset = _check_name(dataset)
+        s_eps, s_dl = _check_cost(epsilon, delta)
+        s_rel = Relation.coerce(relation)
+        with self._write() as con:
+            b_eps, b_dl, b_rel, _ = self._budget_row(con, dataset)
+            if s_rel.value == b_rel:
+                eps, dl = s_eps, s_dl
+            else:
+                try:
+                    conv = PrivacyReport(what, s_eps, s_dl, s_rel).under(b_rel)
+                except ValueError as exc:
+                    raise ValueError(
+                        f"data set {dataset!r} has a budget under {b_rel}; {exc}"
+                    ) from None
+                eps, dl = conv.epsilon, conv.delta
+            (t_eps, t_dl), _ = self._spent(con, dataset)
+            new_eps, new_dl = compose_costs([(t_eps, t_dl), (eps, dl)])
+            if new_eps > b_eps * (1 + _SLACK) or new_dl > b_dl * (1 + _SLACK):
+                left = f"epsilon {max(0.0, b_eps - t_eps):.6g}"
+                if b_dl > 0 or dl > 0:
+                    left += f", delta {max(0.0, b_dl - t_dl):.3g}"
+                asked = f"epsilon {eps:.6g}" + (f", delta {dl:.3g}" if b_dl > 0 or dl > 0 else "")
+                if s_rel.value != b_rel:
+                    asked += f" ({s_rel.value} cost converted to {b_rel})"
+                raise BudgetExceededError(
+                    f"privacy budget of data set {dataset!r} exceeded: {what} needs {asked} but "
+                    f"only {left} is left (budget epsilon {b_eps:g}, delta {b_dl:g}); "
+                    "nothing was released"
+                )
+            cur = con.execute(
+                f"INSERT INTO releases ({_INSERT_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    dataset,
+                    str(what),
+                    eps,
+                    dl,
+                    b_rel,
+                    s_eps,
+                    s_dl,
+                    s_rel.value,
+                    status,
+                    now(),
+                    None,
+                    None if output is None else str(Path(output).resolve()),
+                    int(bool(seeded)),
+                    __version__,
+                    os.getpid(),
+                    socket.gethostname(),
+                ),
+            )
+            rid = int(cur.lastrowid)
+        return Receipt(self, rid, dataset, eps, dl, b_rel)
+
+    def _finish(self, rid: int, status: str, output: str | None) -> None:
+        with self._write() as con:
+            con.execute(
+                "UPDATE releases SET status = ?, finished_at = ?, output = COALESCE(?, output) "
+                "WHERE id = ?",
+                (status, now(), output, rid),
+            )
+
+    @contextlib.contextmanager
+    def spend(
+        self,
+        dataset: str,
+        epsilon: float,
+        delta: float = 0.0,
+        relation: Relation | str = Relation.REPLACE_ONE,
+        *,
+        what: str,
+        output: str | os.PathLike | None = None,
+        seeded: bool = False,
+    ) -> Iterator[Receipt]:
+        """Reserve (committed on entry), run the block, record ``released`` or ``failed``.
+
+        >>> import os, tempfile
+        >>> ledger = Ledger(os.path.join(tempfile.mkdtemp(), "l.sqlite"))
+        >>> _ = ledger.create_budget("d", epsilon=1.0)
+        >>> with ledger.spend("d", 0.25, what="a count") as receipt:
+        ...     pass  # draw the noise and release here
+        >>> [(r.what, r.epsilon, r.status) for r in ledger.releases("d")]
+        [('a count', 0.25, 'released')]
+        """
+        receipt = self.reserve(
+            dataset, epsilon, delta, relation, what=what, output=output, seeded=seeded
+        )
+        try:
+            yield receipt
+        except BaseException:
+            with contextlib.suppress(Exception):
+                receipt.finish("failed")
+            raise
+        receipt.finish("released")
+
+
+@dataclass
+class Receipt:
+    """A recorded spend; :meth:`attach` an output file, :meth:`finish` with its outcome."""
+
+    ledger: Ledger
+    id: int
+    dataset: str
+    epsilon: float
+    delta: float
+    relation: str
+    _output: str | None = None
+
+    def attach(self, output: str | os.PathLike) -> None:
+        """Record where the release was written (at :meth:`finish`)."""
+        self._output = str(Path(output).resolve())
+
+    def finish(self, status: str = "released") -> None:
+        """Record the outcome; the cost stays counted whatever it is."""
+        self.ledger._finish(self.id, status, self._output)
+
+
+def charge(
+    ledger: Ledger | str | os.PathLike | None,
+    dataset: str | None,
+    cost: PrivacyReport | float,
+    *,
+    delta: float = 0.0,
+    relation: Relation | str = Relation.REPLACE_ONE,
+    what: str,
+    seeded: bool = False,
+) -> Receipt | None:
+    """Charge a release to ``dataset``'s budget before its noise is drawn (if asked to).
+
+    The one call every releasing function makes. ``ledger=None, dataset=None``: no ledger,
+    nothing happens. ``dataset`` alone: the default ledger (:func:`default_ledger_path`).
+    ``cost`` is ε (with ``delta``, ``relation``) or a :class:`~dpuq.report.PrivacyReport`.
+    """
+    if ledger is None and dataset is None:
+        return None
+    if dataset is None:
+        raise ValueError("ledger= needs dataset= (the name of the data set being released)")
+    if not isinstance(ledger, Ledger):
+        ledger = Ledger(ledger, create=False) if ledger is not None else Ledger(create=False)
+    if isinstance(cost, PrivacyReport):
+        eps, delta, relation = cost.epsilon, cost.delta, cost.relation
+        seeded = seeded or cost.seeded
+    else:
+        eps = cost
+    return ledger.reserve(dataset, eps, delta, relation, what=what, seeded=seeded, status="spent")

@@ -281,9 +281,16 @@ def test_cli_python_cli_round_trip_keeps_every_released_value(tmp_path, scores, 
     r1, r2 = json.loads(c1.read_text()), json.loads(c2.read_text())
     assert r2.pop("classes") == [0, 1]
     assert r1 == r2
+    assert r1["score"]["randomized"] is True  # private RAPS randomizes its scores by default
+    # sets: a deterministic score (LAC), so that Python and the CLI build the same sets
+    c3, c4 = tmp_path / "c3.json", tmp_path / "c4.json"
+    assert _main("calibrate", "--probs", tmp_path / "p.npy", "--labels", tmp_path / "y.npy",
+                 "--score", "lac", "--alpha", 0.1, "--epsilon", 2, "-o", c3) == 0  # fmt: skip
+    clf = PrivateConformalClassifier.load_release(c3, model)
+    clf.save_release(c4)
     want = clf.predict_set(X[:50])
     np.save(tmp_path / "pt.npy", model.predict_proba(X[:50]))
-    assert _main("predict", "--calibration", c2, "--probs", tmp_path / "pt.npy",
+    assert _main("predict", "--calibration", c4, "--probs", tmp_path / "pt.npy",
                  "-o", tmp_path / "s.npy") == 0  # fmt: skip
     np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), want)
 

@@ -1,9 +1,9 @@
-"""Calibration: the private threshold (Algorithm 3 of Angelopoulos et al. 2022) and the exact
-non-private split-conformal baseline.
+"""Calibration: the private threshold and the exact non-private split-conformal baseline.
 
 Privacy of :func:`calibrate`: ε-DP (δ = 0) under replace-one with ``n`` public; it releases one
-draw of :func:`dpuq.quantile.private_quantile` at the data-independent level q̃, or the constant
-1.0 when q̃ >= 1. See :mod:`dpuq.quantile` for the argument.
+draw of the binned private quantile (:mod:`dpuq.mechanisms.quantile`) at a data-independent
+level (:mod:`dpuq.planning`), or the constant 1.0 when no level is informative. The data enter
+through one step only, :func:`_bin_counts` (scores to bin counts and n).
 """
 
 from __future__ import annotations
@@ -23,14 +23,18 @@ from dpuq._validation import (
     check_positive_int,
     check_scores,
 )
+from dpuq.mechanisms.quantile import bin_edges, bin_index, private_quantile_from_counts
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.quantile import (
+from dpuq.planning import (
+    _cert,
+    _certified_rho,
+    _check_method,
     _gamma_star,
     _level,
+    _level_from_rho,
     auto_n_bins,
     min_calibration_size,
     min_epsilon,
-    private_quantile,
 )
 from dpuq.report import PrivacyReport, Relation
 
@@ -56,23 +60,31 @@ class PrivateCalibration:
     threshold : float
         Released threshold; prediction sets are ``{y : S(x, y) <= threshold}``.
     level : float
-        The inflated level q̃ (unclipped; >= 1 means full sets).
+        ``method="certified"``: the target rank over n, ``ρ*/n`` (``inf`` when no rank is
+        certified). ``method="paper"``: the inflated level q̃ (unclipped; >= 1 means full sets).
     n_bins, gamma, epsilon, alpha, n :
-        The public settings used.
+        The public settings used (``gamma`` is None for the certified method).
     informative : bool
-        False when q̃ >= 1 and the threshold is the constant 1.0.
+        False when the threshold is the constant 1.0 (full sets, nothing sampled).
     privacy_report : PrivacyReport
+    method : str
+        ``"certified"`` (SPEC A.7) or ``"paper"`` (Algorithm 3, SPEC A.4).
+    certified_coverage : float
+        The proven lower bound on ``P(Y in C(X))``: the certificate ``cert(ρ*)`` (certified),
+        ``1 - alpha`` (paper, Theorem 2), or 1 for full sets.
     """
 
     threshold: float
     level: float
     n_bins: int
-    gamma: float
+    gamma: float | None
     epsilon: float
     alpha: float
     n: int
     informative: bool
     privacy_report: PrivacyReport
+    method: str = "certified"
+    certified_coverage: float = 1.0
 
     @property
     def confidence_level(self) -> float:
@@ -91,14 +103,34 @@ class PrivateCalibration:
             "n": self.n,
             "informative": self.informative,
             "privacy_report": self.privacy_report.to_dict(),
+            "method": self.method,
+            "certified_coverage": self.certified_coverage,
         }
 
 
-def _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma) -> tuple[int, float]:
+def _check_bins_gamma(n_bins, gamma, method: str) -> None:
     if isinstance(n_bins, str):
         if n_bins != "auto":
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
-        m, g = auto_n_bins(n, alpha, epsilon)
+    else:
+        check_positive_int(n_bins, "n_bins", minimum=2)
+    if isinstance(gamma, str):
+        if gamma != "auto":
+            raise ValueError(f"gamma must be 'auto' or a number in (0, 1), got {gamma!r}")
+    elif method == "certified":
+        raise ValueError("gamma only applies to method='paper'; leave it 'auto'")
+    else:
+        check_in_open_unit(gamma, "gamma")
+
+
+def _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma, method="paper"):
+    if method == "certified":
+        m = auto_n_bins(n, alpha, epsilon)[0] if n_bins == "auto" else int(n_bins)
+        return m, None
+    if isinstance(n_bins, str):
+        if n_bins != "auto":
+            raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
+        m, g = auto_n_bins(n, alpha, epsilon, method="paper")
     else:
         m = check_positive_int(n_bins, "n_bins", minimum=2)
         g = None
@@ -111,6 +143,33 @@ def _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma) -> tuple[int, float]:
     return m, g
 
 
+def _bin_counts(scores, bins_for_n) -> tuple[np.ndarray, int]:
+    """The one step that reads the calibration data: scores to bin counts, and n.
+
+    ``bins_for_n(n)`` gives the number of bins m from the public n. Returns the counts
+    ``c_1..c_m`` of the scores on :func:`dpuq.mechanisms.quantile.bin_edges` (m) and n.
+    Everything after this step sees only these counts.
+    """
+    s = check_scores(scores)
+    edges = bin_edges(bins_for_n(s.size))
+    return np.bincount(bin_index(s, edges), minlength=edges.size), s.size
+
+
+def _advice(n, alpha, epsilon, n_bins, method) -> str:
+    """Which public n or ε would give informative sets (data-free)."""
+    bins = n_bins if n_bins == "auto" else int(n_bins)
+    advice = []
+    try:
+        need_n = min_calibration_size(alpha, epsilon, bins, method=method)
+        advice.append(f"n >= {need_n} calibration points at epsilon={epsilon:g}")
+    except ValueError:
+        pass
+    need_eps = min_epsilon(n, alpha, bins, method=method)
+    if math.isfinite(need_eps):
+        advice.append(f"epsilon >= {need_eps:g} at n={n}")
+    return " or ".join(advice) if advice else "a larger alpha"
+
+
 def calibrate(
     scores,
     *,
@@ -118,16 +177,20 @@ def calibrate(
     epsilon: float,
     n_bins: int | str = "auto",
     gamma: float | str = "auto",
+    method: str = "certified",
     random_state: RandomState = None,
 ) -> PrivateCalibration:
-    """Release an ε-DP conformal threshold (Algorithm 3 of Angelopoulos et al. 2022).
+    """Release an ε-DP conformal threshold with a proven coverage guarantee.
 
-    Computes the inflated level ``q̃`` from ``(n, alpha, epsilon, m, gamma)`` and releases the
-    ε-DP binned ``q̃``-quantile of the scores. Then ``P(Y in C(X)) >= 1 - alpha`` for a new
-    exchangeable point (Theorem 2), where ``C(x) = {y : S(x, y) <= threshold}``.
+    ``method="certified"`` (default, SPEC A.7): the rank-utility private quantile at the
+    smallest target rank ρ* whose coverage certificate reaches ``1 - alpha``
+    (:func:`dpuq.planning.certified_level`). ``method="paper"`` (SPEC A.4, Algorithm 3 of
+    Angelopoulos et al. 2022): the paper's weighted utility at the inflated level q̃. Either
+    way ``P(Y in C(X)) >= 1 - alpha`` for a new exchangeable point, where
+    ``C(x) = {y : S(x, y) <= threshold}``; docs/calibration.md compares the two.
 
-    Privacy: ε-DP, δ = 0, neighbouring relation replace-one with ``n`` public. When
-    ``q̃ >= 1`` the threshold is 1.0 (full sets), nothing is sampled, and an
+    Privacy: ε-DP, δ = 0, neighbouring relation replace-one with ``n`` public. When no level
+    is informative the threshold is 1.0 (full sets), nothing is sampled, and an
     :class:`UninformativeReleaseWarning` says which n or ε would give informative sets.
 
     Parameters
@@ -139,12 +202,14 @@ def calibrate(
     epsilon : float
         Privacy parameter > 0.
     n_bins : "auto" or int, default "auto"
-        Number of bins m; ``"auto"`` uses :func:`dpuq.auto_n_bins` (data-independent).
+        Number of bins m; ``"auto"`` uses :func:`dpuq.auto_n_bins` for the method (data-free).
     gamma : "auto" or float, default "auto"
-        Share of alpha spent on privacy error; ``"auto"`` uses :func:`dpuq.optimal_gamma`.
+        ``method="paper"`` only: share of alpha spent on privacy error (``"auto"``:
+        :func:`dpuq.optimal_gamma`).
+    method : {"certified", "paper"}, default "certified"
     random_state : None, int or numpy.random.Generator
         None (default) draws OS entropy: use it for releases. A seed makes a run reproducible,
-        for experiments only.
+        for experiments only (the report then says "seeded").
 
     Returns
     -------
@@ -155,64 +220,96 @@ def calibrate(
     >>> import numpy as np
     >>> scores = np.random.default_rng(0).uniform(size=2000)
     >>> cal = calibrate(scores, alpha=0.1, epsilon=1.0, random_state=0)
-    >>> bool(0.9 <= cal.threshold <= 1.0), cal.privacy_report.epsilon
-    (True, 1.0)
+    >>> bool(0.9 <= cal.threshold <= 1.0), cal.privacy_report.epsilon, cal.method
+    (True, 1.0, 'certified')
+    >>> bool(cal.certified_coverage >= 0.9)
+    True
     """
-    s = check_scores(scores)
+    method = _check_method(method)
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
-    n = s.size
-    m, g = _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma)
-    q = _level(n, alpha, epsilon, m, g)
+    _check_bins_gamma(n_bins, gamma, method)
+    chosen: dict = {}
+
+    def bins_for_n(n: int) -> int:
+        chosen["m"], chosen["gamma"] = _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma, method)
+        return chosen["m"]
+
+    counts, n = _bin_counts(scores, bins_for_n)  # the only step that reads the data
+    m, g = chosen["m"], chosen["gamma"]
+    if method == "paper":
+        level = _level(n, alpha, epsilon, m, g)
+        informative = level < 1.0
+        cover = 1.0 - alpha if informative else 1.0
+        utility = "weighted"
+    else:
+        level = _level_from_rho(n, _certified_rho(n, alpha, epsilon, m), alpha, epsilon, m)
+        informative = math.isfinite(level)
+        cover = _cert(n, level * n, epsilon, m) if informative else 1.0
+        utility = "rank"
     notes: list[str] = []
-    if q >= 1.0:
-        informative = False
+    if informative:
+        threshold = private_quantile_from_counts(
+            counts, level, epsilon, check_random_state(random_state), utility=utility
+        )
+    else:
         threshold = 1.0
-        try:
-            need_n = min_calibration_size(alpha, epsilon, n_bins if n_bins == "auto" else m)
-        except ValueError:
-            need_n = None
-        need_eps = min_epsilon(n, alpha, n_bins if n_bins == "auto" else m)
-        advice = []
-        if need_n is not None:
-            advice.append(f"n >= {need_n} calibration points at epsilon={epsilon:g}")
-        if math.isfinite(need_eps):
-            advice.append(f"epsilon >= {need_eps:g} at n={n}")
+        why = (
+            f"inflated level q̃ = {level:.4f} >= 1"
+            if method == "paper"
+            else f"even target rank n is certified only to "
+            f"{_cert(n, float(n), epsilon, m):.4f} < 1 - alpha"
+        )
         msg = (
-            f"no informative release possible: inflated level q̃ = {q:.4f} >= 1 at n={n}, "
-            f"alpha={alpha:g}, epsilon={epsilon:g}, n_bins={m}; the threshold is 1.0 "
+            f"no informative release possible: {why} at n={n}, alpha={alpha:g}, "
+            f"epsilon={epsilon:g}, n_bins={m}, method={method}; the threshold is 1.0 "
             "(full prediction sets), nothing was sampled. Informative sets need "
-            + (" or ".join(advice) if advice else "a larger alpha")
+            + _advice(n, alpha, epsilon, n_bins, method)
             + "."
         )
         notes.append(msg)
         warnings.warn(msg, UninformativeReleaseWarning, stacklevel=2)
+    if not informative:
+        sensitivity = "none: constant release, no data used"
+    elif method == "paper":
+        sensitivity = (
+            f"utility max((1-q)L_j, q U_j) moves by at most max(q, 1-q) = "
+            f"{max(level, 1 - level):.6g} (q = q̃)"
+        )
     else:
-        informative = True
-        threshold = private_quantile(s, q, epsilon, m, check_random_state(random_state))
+        sensitivity = "utility -max(L_j - rho, rho - C_j, 0) moves by at most 1"
+    details = {"n": n, "alpha": alpha, "method": method, "n_bins": m}
+    if method == "paper":
+        details.update({"level (q̃)": level, "gamma": g})
+    else:
+        details.update({"level (rho/n)": level, "certified coverage": cover})
     report = PrivacyReport(
         mechanism="exponential mechanism over binned quantile thresholds "
-        "(Angelopoulos et al. 2022, Algorithm 3, exact sensitivity normalisation)",
+        + (
+            "(Angelopoulos et al. 2022, Algorithm 3, exact sensitivity normalisation)"
+            if method == "paper"
+            else "(rank utility, certified level; dpuq SPEC A.7)"
+        ),
         epsilon=epsilon,
         delta=0.0,
         relation=Relation.REPLACE_ONE,
-        sensitivity=f"utility max((1-q)L_j, q U_j) moves by at most max(q, 1-q) = "
-        f"{max(q, 1 - q):.6g} (q = q̃)"
-        if informative
-        else "none: constant release, no data used",
-        details={"n": n, "alpha": alpha, "level (q̃)": q, "n_bins": m, "gamma": g},
+        sensitivity=sensitivity,
+        details=details,
         notes=tuple(notes),
+        seeded=informative and random_state is not None,
     )
     return PrivateCalibration(
         threshold=float(threshold),
-        level=float(q),
+        level=float(level),
         n_bins=m,
-        gamma=float(g),
+        gamma=None if g is None else float(g),
         epsilon=epsilon,
         alpha=alpha,
         n=n,
         informative=informative,
         privacy_report=report,
+        method=method,
+        certified_coverage=float(cover),
     )
 
 

@@ -463,3 +463,20 @@ def sample_permute_and_flip(log_weights: np.ndarray, rng: np.random.Generator) -
     order = np.asarray(rng.permutation(gap.size))
     accepted = _accept_exp_neg(gap[order], rng)
     return int(order[int(np.argmax(accepted))])
+
+
+def sample_log_weights_rows(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One exact draw per row of ``log_weights`` (R rows), with :func:`sample_log_weights`'s law.
+
+    Placeholder: loops over rows calling :func:`sample_log_weights` (exact); a vectorised
+    version replaces it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sample_log_weights_rows(np.array([[0.0, -np.inf], [-np.inf, 0.0]]),
+    ...                         np.random.default_rng(0)).tolist()
+    [0, 1]
+    """
+    lw = np.asarray(log_weights, dtype=float)
+    return np.array([sample_log_weights(row, rng) for row in lw], dtype=np.int64)

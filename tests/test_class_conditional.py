@@ -288,3 +288,17 @@ def test_auto_bins_is_data_free_and_deterministic():
     m = auto_class_bins(5000, 5, 0.1, 1.0)
     assert m == auto_class_bins(5000, 5, 0.1, 1.0)
     assert 4 <= m <= 2000
+
+
+@pytest.mark.parametrize(("n", "rho"), [(1, 0.5), (10, 7.0), (500, 470.0), (500, 500.0)])
+def test_padded_certificate_is_the_certified_one_plus_the_top_rank(n, rho):
+    """Against :func:`dpuq.planning.coverage_certificate` (per class at ε/2): the padded
+    certificate adds exactly the term of the test point ranked above all n real scores."""
+    from dpuq.conformal.class_levels import _g
+    from dpuq.planning import coverage_certificate
+
+    eps, m = 1.0, 30
+    ours = padded_coverage_certificate(n, rho, epsilon=eps, n_bins=m)
+    theirs = coverage_certificate(n, rho / n, eps / 2, m)
+    top = float(_g(rho - n, eps / 2, m)) / (n + 1)
+    assert ours == pytest.approx(theirs + top, abs=1e-12)

@@ -162,7 +162,7 @@ def class_rank_schedule(
 def _expected_uniform_threshold(n: int, alpha: float, epsilon: float, m: int) -> float:
     """``E[T]`` of one class of ``n`` evenly spread scores, from the exact law."""
     from dpuq.mechanisms.class_thresholds import _class_log_weights
-    from dpuq.quantile import bin_edges, bin_index
+    from dpuq.mechanisms.quantile import bin_edges, bin_index
 
     schedule, pad = class_rank_schedule(n, alpha=alpha, epsilon=epsilon, n_bins=m)
     edges = bin_edges(m)

@@ -49,6 +49,7 @@ from scipy.special import logsumexp
 
 from dpuq._validation import check_epsilon, check_labels, check_positive_int, check_scores
 from dpuq.mechanisms.exponential import sample_log_weights
+from dpuq.mechanisms.quantile import bin_edges, bin_index
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = [
@@ -103,8 +104,6 @@ def rank_at(schedule: np.ndarray, sizes) -> np.ndarray:
 
 def _class_counts(scores, labels, n_classes: int, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     """Bin edges ``j/m`` and the (K, m) counts of real scores per class and bin."""
-    from dpuq.quantile import bin_edges, bin_index
-
     k = check_positive_int(n_classes, "n_classes", minimum=2)
     s = check_scores(scores)
     y = check_labels(labels, k, s.size)

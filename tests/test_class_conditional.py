@@ -302,3 +302,26 @@ def test_padded_certificate_is_the_certified_one_plus_the_top_rank(n, rho):
     theirs = coverage_certificate(n, rho / n, eps / 2, m)
     top = float(_g(rho - n, eps / 2, m)) / (n + 1)
     assert ours == pytest.approx(theirs + top, abs=1e-12)
+
+
+def test_classifier_class_conditional_sets_use_each_label_threshold():
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = load_digits(return_X_y=True)
+    model = LogisticRegression(max_iter=500).fit(X[:600], y[:600])
+    clf = dpuq.PrivateConformalClassifier(
+        model, epsilon=4.0, class_conditional=True, random_state=0
+    ).conformalize(X[600:1500], y[600:1500])
+    assert clf.threshold_.shape == (10,)
+    assert isinstance(clf.calibration_, dpuq.ClassConditionalCalibration)
+    assert clf.privacy_report_.seeded and clf.privacy_report_.epsilon == 4.0
+    sets = clf.predict_set(X[1500:])
+    scores = dpuq.lac_scores(model.predict_proba(X[1500:]))
+    np.testing.assert_array_equal(sets, scores <= clf.threshold_[None, :])
+    import pickle
+
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict_set(X[1500:]), sets)
+    with pytest.raises(ValueError, match="thresholds must have shape"):
+        dpuq.conformal.class_conditional.class_prediction_sets(scores, clf.threshold_[:3])

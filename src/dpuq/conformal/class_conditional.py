@@ -27,7 +27,7 @@ from dpuq.mechanisms.class_thresholds import class_thresholds
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
 
-__all__ = ["ClassConditionalCalibration", "calibrate_by_class"]
+__all__ = ["ClassConditionalCalibration", "calibrate_by_class", "class_prediction_sets"]
 
 MECHANISM = (
     "class-conditional exponential mechanism over binned thresholds: per class, rank utility "
@@ -193,3 +193,37 @@ def calibrate_by_class(
         n=n,
         privacy_report=report,
     )
+
+
+def class_prediction_sets(score_matrix, thresholds) -> np.ndarray:
+    """Boolean sets ``S(x, y) <= thresholds[y]``: each label against its own class's threshold.
+
+    The same comparison as :func:`dpuq.prediction_sets` and the calibration bins (SPEC A.2),
+    column by column.
+
+    Parameters
+    ----------
+    score_matrix : array-like of shape (n, K)
+        Scores of every label, in [0, 1].
+    thresholds : array-like of shape (K,)
+        Released per-class thresholds (e.g. ``ClassConditionalCalibration.thresholds``).
+
+    Returns
+    -------
+    ndarray of bool, shape (n, K)
+
+    Examples
+    --------
+    >>> class_prediction_sets([[0.1, 0.5, 0.9]], [0.05, 0.5, 1.0]).tolist()
+    [[False, True, True]]
+    """
+    s = check_scores(score_matrix, "score_matrix", ndim=2)
+    t = np.asarray(thresholds, dtype=float)
+    if t.shape != (s.shape[1],):
+        raise ValueError(
+            f"thresholds must have shape ({s.shape[1]},), one per column of score_matrix, "
+            f"got {t.shape}"
+        )
+    if np.isnan(t).any():
+        raise ValueError("thresholds contain NaN")
+    return s <= t[None, :]

@@ -83,6 +83,10 @@ def load_calibration(path: str) -> dict[str, Any]:
     cal = read_json(path, "--calibration")
     if cal.get("format") != CALIBRATION_FORMAT:
         raise ValueError(f"{label}: not a dpuq calibration file (format {cal.get('format')!r})")
+    if cal.get("class_conditional"):
+        from dpuq.commands.class_conditional import check_calibration
+
+        return check_calibration(cal, label)
     threshold = _field(cal, "threshold", label)
     if (
         isinstance(threshold, bool)
@@ -136,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
 
     out = check_output_path(args.output, "-o", (".csv", ".json", ".npy"), force=args.force)
     cal = load_calibration(args.calibration)
+    if cal.get("class_conditional"):
+        from dpuq.commands.class_conditional import run_predict
+
+        return run_predict(args, cal, out)
     task, score = cal["task"], cal["score"]
     name, threshold = score["name"], float(cal["threshold"])
     full = "" if cal.get("informative", threshold < 1.0) else " (uninformative release)"

@@ -19,8 +19,20 @@ class TestCalibrate:
         cal = dpuq.calibrate(scores, alpha=0.1, epsilon=1.0, random_state=0)
         with pytest.raises(dataclasses.FrozenInstanceError):
             cal.threshold = 0.0
-        m, g = dpuq.auto_n_bins(1500, 0.1, 1.0)
-        assert (cal.n_bins, cal.gamma, cal.n, cal.epsilon) == (m, g, 1500, 1.0)
+        m, _ = dpuq.auto_n_bins(1500, 0.1, 1.0)
+        assert (cal.method, cal.n_bins, cal.gamma, cal.n, cal.epsilon) == (
+            "certified", m, None, 1500, 1.0)  # fmt: skip
+        assert cal.level == dpuq.certified_level(1500, 0.1, 1.0, m)
+        assert cal.certified_coverage == dpuq.coverage_certificate(1500, cal.level, 1.0, m)
+        assert cal.certified_coverage >= 0.9
+        assert cal.threshold in set(np.arange(1, m + 1) / m)
+        assert cal.to_dict()["method"] == "certified"
+        assert cal.privacy_report.seeded
+
+    def test_paper_method_is_algorithm_3(self, scores):
+        cal = dpuq.calibrate(scores, alpha=0.1, epsilon=1.0, method="paper", random_state=0)
+        m, g = dpuq.auto_n_bins(1500, 0.1, 1.0, method="paper")
+        assert (cal.method, cal.n_bins, cal.gamma, cal.n, cal.epsilon) == ("paper", m, g, 1500, 1.0)
         assert cal.level == pytest.approx(dpuq.inflated_level(1500, 0.1, 1.0, m, g))
         assert cal.threshold in set(np.arange(1, m + 1) / m)
         rep = cal.privacy_report
@@ -29,7 +41,9 @@ class TestCalibrate:
         assert "replace-one" in str(rep)
 
     def test_fixed_bins_and_gamma(self, scores):
-        cal = dpuq.calibrate(scores, alpha=0.1, epsilon=2.0, n_bins=50, gamma=0.2, random_state=0)
+        cal = dpuq.calibrate(
+            scores, alpha=0.1, epsilon=2.0, n_bins=50, gamma=0.2, method="paper", random_state=0
+        )
         assert cal.n_bins == 50 and cal.gamma == 0.2
         assert cal.level == pytest.approx(dpuq.inflated_level(1500, 0.1, 2.0, 50, 0.2))
 
@@ -38,8 +52,11 @@ class TestCalibrate:
         values = {v for v in cal.to_dict().values() if isinstance(v, float)}
         assert not values & set(scores.tolist())
 
-    def test_threshold_is_near_the_inflated_quantile_at_large_epsilon(self, scores):
-        cal = dpuq.calibrate(scores, alpha=0.1, epsilon=50.0, n_bins=1000, random_state=0)
+    @pytest.mark.parametrize("method", ["certified", "paper"])
+    def test_threshold_is_near_the_level_quantile_at_large_epsilon(self, scores, method):
+        cal = dpuq.calibrate(
+            scores, alpha=0.1, epsilon=50.0, n_bins=1000, method=method, random_state=0
+        )
         assert abs(cal.threshold - np.quantile(scores, cal.level)) < 0.01
 
 
@@ -60,6 +77,9 @@ BAD_CALIBRATE = [
     (dict(n_bins=1), "n_bins must be an integer >= 2"),
     (dict(n_bins="many"), "n_bins must be 'auto'"),
     (dict(gamma=1.5), "gamma"),
+    (dict(gamma=0.5), "gamma only applies to method='paper'"),
+    (dict(gamma=1.5, method="paper"), "gamma"),
+    (dict(method="fast"), "method must be one of"),
 ]
 
 
@@ -74,7 +94,11 @@ def test_calibrate_bad_input(change, match):
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: dpuq.private_quantile([0.5], 0.0, 1.0, 10), "level"),
+        (lambda: dpuq.private_quantile([0.5], 0.0, 1.0, 10, utility="weighted"), "level"),
+        (lambda: dpuq.private_quantile([0.5], -0.5, 1.0, 10), "level"),
+        (lambda: dpuq.certified_level(0, 0.1, 1.0, 10), "n must be"),
+        (lambda: dpuq.coverage_certificate(10, 0.5, 1.0, 1), "n_bins"),
+        (lambda: dpuq.auto_n_bins(10, 0.1, 1.0, method="x"), "method"),
         (lambda: dpuq.private_quantile([0.5], 0.9, 1.0, 1), "n_bins"),
         (lambda: dpuq.private_quantile_distribution([1.5], 0.9, 1.0, 10), "scores"),
         (lambda: dpuq.auto_n_bins(0, 0.1, 1.0), "n must be"),

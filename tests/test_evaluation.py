@@ -19,7 +19,7 @@ from dpuq.experiments.evaluation import (
     random_splits,
     split_conformal_thresholds,
 )
-from dpuq.quantile import private_quantiles
+from dpuq.mechanisms.quantile import private_quantiles
 
 # Each goodness-of-fit test rejects a correct sampler with probability 1e-3 (fixed seeds make
 # the suite deterministic; a failure means the law is wrong, not bad luck at this rate).
@@ -67,31 +67,6 @@ class TestBatchedPrivateQuantileLaw:
         scores = np.array([0.0, 0.0, 0.25, 0.25, 0.25, 0.5, 1.0, 1.0, 0.75, 0.5])
         assert _law_fit(scores, 0.7, 2.0, n_bins, 40_000, n_bins) > GOF_LEVEL
 
-    def test_grouped_candidates_carry_exactly_the_law(self):
-        """White-box, exact: the run-grouped weights (used when m >> n), spread back over the
-        bins, equal the exact law on random small inputs, ties included."""
-        from scipy.special import logsumexp
-
-        from dpuq.quantile import _batched_candidate_log_weights, bin_edges, bin_index
-
-        rng = np.random.default_rng(9)
-        for trial in range(100):
-            n, m = int(rng.integers(1, 10)), int(rng.integers(2, 40))
-            q, eps = float(rng.uniform(0.5, 0.99)), float(rng.uniform(0.1, 20.0))
-            grid = np.linspace(0, 1, 7)
-            s = rng.choice(grid, size=(2, n)) if trial % 2 else rng.uniform(size=(2, n))
-            sb = np.sort(bin_index(s, bin_edges(m)), axis=1)
-            lw, start, length = _batched_candidate_log_weights(sb, m, q, eps)
-            for r in range(2):
-                law = np.full(m, -np.inf)
-                for k in np.flatnonzero(np.isfinite(lw[r, :n])):
-                    law[sb[r, k]] = np.logaddexp(law[sb[r, k]], lw[r, k])
-                for g in np.flatnonzero(np.isfinite(lw[r, n:])):
-                    j = np.arange(start[r, g], start[r, g] + length[r, g])
-                    law[j] = np.logaddexp(law[j], lw[r, n + g] - np.log(length[r, g]))
-                _, exact = dpuq.private_quantile_log_distribution(s[r], q, eps, m)
-                np.testing.assert_allclose(law - logsumexp(law), exact, rtol=0, atol=1e-9)
-
     def test_rows_are_released_independently_with_their_own_law(self):
         rng = np.random.default_rng(7)
         a, b = rng.uniform(0.0, 0.5, size=30), rng.uniform(0.5, 1.0, size=30)
@@ -106,7 +81,7 @@ class TestBatchedPrivateQuantileLaw:
         assert abs(r) < 4 / math.sqrt(20_000)
 
     def test_fast_binning_is_exactly_searchsorted(self):
-        from dpuq.quantile import _bin_index_fast, bin_edges, bin_index
+        from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, bin_index
 
         rng = np.random.default_rng(10)
         for m in (2, 3, 7, 10, 1559, 30_000, 999_983, 10_000_000):
@@ -119,9 +94,11 @@ class TestBatchedPrivateQuantileLaw:
             s = s[(s >= 0.0) & (s <= 1.0)]
             assert np.array_equal(_bin_index_fast(s, edges), bin_index(s, edges)), m
 
-    def test_level_at_least_one_gives_full_sets_without_sampling(self):
+    def test_uninformative_level_gives_full_sets_without_sampling(self):
         rows = np.random.default_rng(0).uniform(size=(5, 10))
-        assert private_quantiles(rows, 1.0, 1.0, 10, random_state=0).tolist() == [1.0] * 5
+        assert private_quantiles(rows, 1.3, 1.0, 10, random_state=0).tolist() == [1.0] * 5
+        got = private_quantiles(rows, 1.0, 1.0, 10, random_state=0, utility="weighted")
+        assert got.tolist() == [1.0] * 5
 
     def test_same_seed_same_draws(self):
         rows = np.random.default_rng(0).uniform(size=(50, 100))

@@ -8,7 +8,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 import dpuq
-from dpuq.quantile import _bin_grid
+from dpuq.planning import _bin_grid
 
 
 def _q(n, a, e, m, g):
@@ -60,10 +60,12 @@ class TestOptimalGamma:
 
 class TestAutoBins:
     def test_deterministic(self):
-        assert dpuq.auto_n_bins(2000, 0.1, 1.0) == dpuq.auto_n_bins(2000, 0.1, 1.0)
+        assert dpuq.auto_n_bins(2000, 0.1, 1.0, method="paper") == dpuq.auto_n_bins(
+            2000, 0.1, 1.0, method="paper"
+        )
 
     def test_returns_a_grid_value_and_its_optimal_gamma(self):
-        m, g = dpuq.auto_n_bins(3000, 0.05, 2.0)
+        m, g = dpuq.auto_n_bins(3000, 0.05, 2.0, method="paper")
         assert m in _bin_grid(3000, 2.0)
         assert g == dpuq.optimal_gamma(3000, 0.05, 2.0, m)
 
@@ -71,7 +73,7 @@ class TestAutoBins:
         # Expected released threshold, exact law, on uniform scores drawn independently of
         # the internal simulation: m* should not be worse than m = 10 or m = 10 n eps.
         n, a, e = 2000, 0.1, 1.0
-        m_star, _ = dpuq.auto_n_bins(n, a, e)
+        m_star, _ = dpuq.auto_n_bins(n, a, e, method="paper")
         rng = np.random.default_rng(99)
         vectors = rng.uniform(size=(64, n))
 
@@ -79,7 +81,7 @@ class TestAutoBins:
             q = dpuq.inflated_level(n, a, e, m, dpuq.optimal_gamma(n, a, e, m))
             vals = []
             for v in vectors:
-                t, p = dpuq.private_quantile_distribution(v, q, e, m)
+                t, p = dpuq.private_quantile_distribution(v, q, e, m, utility="weighted")
                 vals.append(float(p @ t))
             return np.mean(vals)
 
@@ -88,23 +90,24 @@ class TestAutoBins:
         assert best <= expected(10 * n) + 1e-3
 
     def test_uninformative_settings_give_smallest_grid_value(self):
-        m, _ = dpuq.auto_n_bins(20, 0.1, 0.5)
+        m, _ = dpuq.auto_n_bins(20, 0.1, 0.5, method="paper")
         assert m == 10
 
 
 class TestPlanning:
     @pytest.mark.parametrize(("a", "e"), [(0.1, 1.0), (0.05, 0.5), (0.2, 8.0)])
     def test_min_calibration_size_is_the_boundary(self, a, e):
-        n = dpuq.min_calibration_size(a, e)
+        n = dpuq.min_calibration_size(a, e, method="paper")
         lvl = lambda k: _q(k, a, e, 10, dpuq.optimal_gamma(k, a, e, 10))  # noqa: E731
         assert lvl(n) < 1 <= lvl(n - 1)
 
     def test_min_epsilon(self):
-        e = dpuq.min_epsilon(1000, 0.1, 100)
+        e = dpuq.min_epsilon(1000, 0.1, 100, method="paper")
         assert dpuq.inflated_level(1000, 0.1, e, 100, dpuq.optimal_gamma(1000, 0.1, e, 100)) < 1
         lower = e * 0.99
         g = dpuq.optimal_gamma(1000, 0.1, lower, 100)
         assert dpuq.inflated_level(1000, 0.1, lower, 100, g) >= 1
+        assert dpuq.min_epsilon(5, 0.1, method="paper") == math.inf
         assert dpuq.min_epsilon(5, 0.1) == math.inf
 
 
@@ -113,7 +116,9 @@ class TestUninformativeRelease:
         rng = np.random.default_rng(0)
         state = rng.bit_generator.state
         with pytest.warns(dpuq.UninformativeReleaseWarning, match=r"n >= \d+"):
-            cal = dpuq.calibrate(np.full(30, 0.2), alpha=0.1, epsilon=0.5, random_state=rng)
+            cal = dpuq.calibrate(
+                np.full(30, 0.2), alpha=0.1, epsilon=0.5, method="paper", random_state=rng
+            )
         assert cal.threshold == 1.0 and not cal.informative and cal.level >= 1
         assert rng.bit_generator.state == state  # nothing was drawn
         assert cal.privacy_report.notes  # the report says so
@@ -121,8 +126,11 @@ class TestUninformativeRelease:
     def test_informative_release_does_not_warn(self):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            cal = dpuq.calibrate(np.linspace(0, 1, 2000), alpha=0.1, epsilon=1.0, random_state=0)
-        assert cal.informative and cal.level < 1
+            for method in ("certified", "paper"):
+                cal = dpuq.calibrate(
+                    np.linspace(0, 1, 2000), alpha=0.1, epsilon=1.0, method=method, random_state=0
+                )
+                assert cal.informative and cal.level < 1
 
 
 class TestSplitConformalRank:

@@ -1,5 +1,6 @@
-"""Exact privacy and sampling of the binned private quantile (SPEC A.3)."""
+"""Exact privacy and sampling of the binned private quantile (SPEC A.3 and A.7), both utilities."""
 
+import functools
 import itertools
 
 import numpy as np
@@ -8,7 +9,13 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import dpuq
-from dpuq.quantile import _segment_log_weights, bin_edges, bin_index
+from dpuq.mechanisms.quantile import _row_log_weights, bin_edges, bin_index
+
+UTILITIES = ("rank", "weighted")
+
+
+def _law(utility):
+    return functools.partial(dpuq.private_quantile_log_distribution, utility=utility)
 
 
 def _neighbour_laws(scores, level, epsilon, m):
@@ -62,11 +69,22 @@ def _random_cases(count, seed):
 
 
 class TestExactPrivacy:
-    @pytest.mark.parametrize("case", range(60))
-    def test_every_replace_one_neighbour_within_epsilon(self, case):
-        scores, level, epsilon, m = list(_random_cases(60, seed=7))[case]
-        worst = _max_log_ratio(scores, level, epsilon, m)
+    @pytest.mark.parametrize("utility", UTILITIES)
+    @pytest.mark.parametrize("case", range(40))
+    def test_every_replace_one_neighbour_within_epsilon(self, case, utility):
+        scores, level, epsilon, m = list(_random_cases(40, seed=7))[case]
+        if utility == "rank":  # any target rank in [0, n], not only the paper's levels
+            level = float(np.random.default_rng(case).uniform(0.0, 1.0))
+        worst = _max_log_ratio(scores, level, epsilon, m, law=_law(utility))
         assert worst <= epsilon + 1e-9, (scores.size, m, level, epsilon, worst)
+
+    def test_enumeration_catches_a_doubled_exponent(self):
+        # Power check: the rank law with exp(ε u) instead of exp(ε u / 2) (a sensitivity of 1/2
+        # wrongly assumed) is caught exceeding ε by the same enumeration.
+        scores = np.array([0.1, 0.2, 0.3, 0.45, 0.5, 0.6, 0.8, 0.9])
+        worst = _max_log_ratio(scores, 0.5, 1.0, 10, law=_law("rank"))
+        doubled = _max_log_ratio(scores, 0.5, 2.0, 10, law=_law("rank"))
+        assert worst <= 1.0 + 1e-9 < doubled
 
     def test_literal_algorithm_box_is_caught_leaking(self):
         # The same enumeration detects the leak of the paper's box taken literally.
@@ -81,43 +99,73 @@ class TestExactPrivacy:
         assert np.isclose(logsumexp(lp), 0.0)
         assert np.array_equal(t, bin_edges(2000))
 
-    def test_level_one_or_more_is_a_point_mass_on_one(self):
-        t, p = dpuq.private_quantile_distribution([0.1, 0.2], 1.0, 1.0, 10)
+    def test_uninformative_level_is_a_point_mass_on_one(self):
+        t, p = dpuq.private_quantile_distribution([0.1, 0.2], 1.0, 1.0, 10, utility="weighted")
         assert t.tolist() == [1.0] and p.tolist() == [1.0]
-        assert dpuq.private_quantile([0.1, 0.2], 1.3, 1.0, 10, random_state=0) == 1.0
+        for utility in UTILITIES:
+            assert dpuq.private_quantile([0.1, 0.2], 1.3, 1.0, 10, utility=utility) == 1.0
+        # rank: level 1 is the target rank n, still informative
+        t, p = dpuq.private_quantile_distribution([0.1, 0.2], 1.0, 1.0, 10, utility="rank")
+        assert t.size == 10 and p[1] == p.max()
+
+    def test_bad_utility_and_level_are_errors(self):
+        with pytest.raises(ValueError, match="utility"):
+            dpuq.private_quantile([0.1], 0.5, 1.0, 10, utility="median")
+        with pytest.raises(ValueError, match="level"):
+            dpuq.private_quantile([0.1], -0.1, 1.0, 10)
 
 
-class TestRunGroupedLaw:
-    @pytest.mark.parametrize("seed", range(20))
-    def test_runs_expand_to_the_full_law(self, seed):
+def _sampler_law(scores, q, eps, m, utility):
+    """The law the shared sampler draws from (one row), expanded to the m bins, exactly."""
+    edges = bin_edges(m)
+    bins = bin_index(scores, edges)[None, :]
+    lw, grouped = _row_log_weights(bins, m, q, eps, utility)
+    if grouped is None:
+        return lw[0] - logsumexp(lw[0])
+    b, start, length = grouped
+    n = scores.size
+    expanded = np.full(m, -np.inf)
+    first = np.isfinite(lw[0, :n])
+    expanded[b[0, first]] = lw[0, :n][first]
+    for g in np.flatnonzero(length[0]):
+        expanded[start[0, g] : start[0, g] + length[0, g]] = lw[0, n + g] - np.log(length[0, g])
+    return expanded - logsumexp(expanded)
+
+
+class TestOneLaw:
+    """Single and batched releases draw from one candidate law: equal to the exact law."""
+
+    @pytest.mark.parametrize("utility", UTILITIES)
+    @pytest.mark.parametrize("seed", range(12))
+    def test_sampler_law_equals_the_exact_law(self, seed, utility):
         rng = np.random.default_rng(seed)
-        n, m = int(rng.integers(1, 80)), int(rng.integers(2, 400))
-        scores = rng.uniform(size=n) ** rng.uniform(0.2, 3)
+        n = int(rng.integers(1, 40))
+        m = int(rng.choice([2, 3, 7, 4 * (n + 1), 4 * (n + 1) + 1, 300]))  # dense and grouped
+        scores = np.where(rng.random(n) < 0.5, rng.integers(0, m + 1, n) / m, rng.uniform(size=n))
         q, eps = float(rng.uniform(0.5, 0.999)), float(rng.uniform(0.05, 10))
-        edges, full = dpuq.private_quantile_log_distribution(scores, q, eps, m)
-        bins, counts = np.unique(bin_index(scores, edges), return_counts=True)
-        lw, start, length = _segment_log_weights(bins, counts, m, q, eps)
-        expanded = np.full(m, np.nan)
-        expanded[bins] = lw[: bins.size]
-        for g in np.flatnonzero(length):
-            expanded[start[g] : start[g] + length[g]] = lw[bins.size + g] - np.log(length[g])
-        assert not np.isnan(expanded).any()
-        np.testing.assert_allclose(expanded - logsumexp(expanded), full, atol=1e-9)
+        full = dpuq.private_quantile_log_distribution(scores, q, eps, m, utility=utility)[1]
+        np.testing.assert_allclose(_sampler_law(scores, q, eps, m, utility), full, atol=1e-12)
 
 
 class TestSampler:
-    @pytest.mark.parametrize(("level", "epsilon", "m"), [(0.9, 1.0, 20), (0.6, 0.2, 50)])
-    def test_draws_follow_the_exact_law(self, level, epsilon, m):
-        # Chi-square goodness of fit at a fixed false-positive rate of 1e-3.
+    @pytest.mark.parametrize(
+        ("level", "epsilon", "m", "utility"),
+        [(0.9, 1.0, 20, "weighted"), (0.6, 0.2, 50, "weighted"), (0.8, 0.5, 300, "rank")],
+    )
+    def test_draws_follow_the_exact_law(self, level, epsilon, m, utility):
+        # Chi-square goodness of fit at a fixed false-positive rate of 1e-3; single and
+        # batched draws pooled (they share one law).
         rng = np.random.default_rng(2024)
         scores = rng.beta(2, 5, size=40)
-        t, p = dpuq.private_quantile_distribution(scores, level, epsilon, m)
-        draws = np.array(
-            [
-                dpuq.private_quantile(scores, level, epsilon, m, random_state=rng)
-                for _ in range(8000)
-            ]
+        t, p = dpuq.private_quantile_distribution(scores, level, epsilon, m, utility=utility)
+        single = [
+            dpuq.private_quantile(scores, level, epsilon, m, random_state=rng, utility=utility)
+            for _ in range(2000)
+        ]
+        batched = dpuq.private_quantiles(
+            np.tile(scores, (6000, 1)), level, epsilon, m, random_state=rng, utility=utility
         )
+        draws = np.concatenate((single, batched))
         observed = np.array([np.sum(draws == v) for v in t])
         assert observed.sum() == draws.size  # every draw is a candidate threshold
         expected = p * draws.size

@@ -58,6 +58,12 @@ from dpuq.mechanisms.exponential import (
     permute_and_flip,
     permute_and_flip_probabilities,
 )
+from dpuq.mechanisms.quantile import (
+    private_quantile,
+    private_quantile_distribution,
+    private_quantile_log_distribution,
+    private_quantiles,
+)
 from dpuq.metrics import (
     adaptive_calibration_error,
     coverage,
@@ -68,16 +74,14 @@ from dpuq.metrics import (
     set_sizes,
     static_calibration_error,
 )
-from dpuq.quantile import (
+from dpuq.planning import (
     auto_n_bins,
+    certified_level,
+    coverage_certificate,
     inflated_level,
     min_calibration_size,
     min_epsilon,
     optimal_gamma,
-    private_quantile,
-    private_quantile_distribution,
-    private_quantile_log_distribution,
-    private_quantiles,
 )
 from dpuq.report import PrivacyReport
 
@@ -125,8 +129,10 @@ __all__ = [
     "auto_n_bins",
     "calibrate",
     "calibrate_by_class",
+    "certified_level",
     "coverage",
     "coverage_by_set_size",
+    "coverage_certificate",
     "coverage_upper_bound",
     "cqr_intervals",
     "cqr_scores",

@@ -117,10 +117,16 @@ def coverage_certificate(n: int, level: float, epsilon: float, n_bins: int) -> f
     return _cert(n, q * n, epsilon, m)
 
 
+def _below_ceiling(n: int, alpha: float) -> bool:
+    """``n/(n+1) <= 1 - α`` exactly (α read as its decimal): then no ρ is certified, since
+    ``cert < n/(n+1)`` always (a float sum could round up to the boundary)."""
+    return Fraction(n, n + 1) <= 1 - Fraction(repr(float(alpha)))
+
+
 def _certified_rho(n: int, alpha: float, epsilon: float, m: int) -> float:
     """Smallest ρ in [0, n] with ``cert(ρ) >= 1 - α`` (bisection), or ``inf`` if none."""
     target = 1.0 - alpha
-    if _cert(n, float(n), epsilon, m) < target:
+    if _below_ceiling(n, alpha) or _cert(n, float(n), epsilon, m) < target:
         return math.inf
     lo, hi = 0.0, float(n)
     if _cert(n, lo, epsilon, m) >= target:
@@ -306,7 +312,7 @@ def _informative(n: int, alpha: float, epsilon: float, n_bins, method: str) -> b
         m = int(_bin_grid(n, epsilon)[0]) if n_bins == "auto" else int(n_bins)
         return _level(n, alpha, epsilon, m, _gamma_star(n, alpha, epsilon, m)) < 1.0
     m = 10 if n_bins == "auto" else int(n_bins)  # the smallest grid value of both methods
-    return _cert(n, float(n), epsilon, m) >= 1.0 - alpha
+    return not _below_ceiling(n, alpha) and _cert(n, float(n), epsilon, m) >= 1.0 - alpha
 
 
 def _check_bins(n_bins):

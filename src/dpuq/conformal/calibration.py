@@ -109,6 +109,8 @@ class PrivateCalibration:
 
 
 def _check_bins_gamma(n_bins, gamma, method: str) -> None:
+    if gamma is None:
+        gamma = "auto"
     if isinstance(n_bins, str):
         if n_bins != "auto":
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
@@ -124,6 +126,7 @@ def _check_bins_gamma(n_bins, gamma, method: str) -> None:
 
 
 def _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma, method="paper"):
+    gamma = "auto" if gamma is None else gamma
     if method == "certified":
         m = auto_n_bins(n, alpha, epsilon)[0] if n_bins == "auto" else int(n_bins)
         return m, None
@@ -203,8 +206,8 @@ def calibrate(
         Privacy parameter > 0.
     n_bins : "auto" or int, default "auto"
         Number of bins m; ``"auto"`` uses :func:`dpuq.auto_n_bins` for the method (data-free).
-    gamma : "auto" or float, default "auto"
-        ``method="paper"`` only: share of alpha spent on privacy error (``"auto"``:
+    gamma : "auto", None or float, default "auto"
+        ``method="paper"`` only (None is "auto"): share of alpha spent on privacy error (``"auto"``:
         :func:`dpuq.optimal_gamma`).
     method : {"certified", "paper"}, default "certified"
     random_state : None, int or numpy.random.Generator

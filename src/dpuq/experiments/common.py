@@ -39,11 +39,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Method:
-    """A calibration method: ``epsilon=None`` is the non-private split-conformal threshold."""
+    """A calibration method: ``epsilon=None`` is the non-private split-conformal threshold.
+
+    ``calibration``: ``"certified"`` (default) or ``"paper"`` (see :func:`dpuq.calibrate`).
+    """
 
     label: str
     epsilon: float | None = None
     n_bins: int | str = "auto"
+    calibration: str = "certified"
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,12 @@ def compare_methods(
                 alpha=alpha,
                 epsilon=method.epsilon,
                 n_bins=method.n_bins,
+                method=method.calibration,
                 random_state=rng,
             )
             t = rel.thresholds
             settings = {
+                "method": rel.method,
                 "epsilon": rel.epsilon,
                 "n_bins": rel.n_bins,
                 "gamma": rel.gamma,

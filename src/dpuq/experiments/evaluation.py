@@ -13,7 +13,8 @@ Nothing here loops over test points or splits in Python:
   binary search over all (split, test point) pairs at once (:func:`count_at_most`): about
   ``log2(K)`` gathers, exact (no float offsets that could merge a score with a threshold);
 - **thresholds** for all splits: the non-private order statistic by one ``np.partition``, the
-  private ones by :func:`dpuq.quantile.private_quantiles` (one exact ε-DP draw per split).
+  private ones by :func:`dpuq.mechanisms.quantile.private_quantiles` (one exact ε-DP draw per
+  split).
 
 These are experiment tools: every split is a separate simulated release on overlapping
 people. A deployment releases one threshold (one split), with the privacy stated for it.
@@ -30,8 +31,9 @@ from dpuq._progress import progress
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
 from dpuq.conformal.calibration import _order_statistic_rank, _resolve_bins_gamma
 from dpuq.conformal.scores import lac_scores
+from dpuq.mechanisms.quantile import private_quantiles
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.quantile import _level, private_quantiles
+from dpuq.planning import _certified_rho, _check_method, _level, _level_from_rho
 
 __all__ = [
     "PrivateThresholds",
@@ -159,9 +161,10 @@ class PrivateThresholds:
     thresholds: np.ndarray
     level: float
     n_bins: int
-    gamma: float
+    gamma: float | None
     epsilon: float
     informative: bool
+    method: str = "certified"
 
 
 def private_thresholds(
@@ -171,13 +174,15 @@ def private_thresholds(
     epsilon: float,
     n_bins: int | str = "auto",
     gamma: float | str = "auto",
+    method: str = "certified",
     random_state: RandomState = None,
 ) -> PrivateThresholds:
-    """One independent ε-DP release (Algorithm 3, as :func:`dpuq.calibrate`) per row.
+    """One independent ε-DP release (as :func:`dpuq.calibrate` with ``method``) per row.
 
-    The level q̃, bins and γ depend only on (n, α, ε) and are shared; each row's threshold is
-    one exact draw of the private quantile of that row (:func:`dpuq.quantile.private_quantiles`),
-    or the constant 1.0 when q̃ >= 1 (full sets, nothing sampled).
+    The level, bins (and γ for ``method="paper"``) depend only on (n, α, ε) and are shared;
+    each row's threshold is one exact draw of the private quantile of that row
+    (:func:`dpuq.mechanisms.quantile.private_quantiles`), or the constant 1.0 when no level
+    is informative (full sets, nothing sampled).
 
     Examples
     --------
@@ -191,11 +196,21 @@ def private_thresholds(
         raise ValueError(f"cal_scores must be a non-empty 2-d array, got shape {s.shape}")
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
+    method = _check_method(method)
     n = s.shape[1]
-    m, g = _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma)
-    q = _level(n, alpha, epsilon, m, g)
-    t = private_quantiles(s, q, epsilon, m, check_random_state(random_state))
-    return PrivateThresholds(t, float(q), int(m), float(g), epsilon, bool(q < 1.0))
+    m, g = _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma, method)
+    if method == "paper":
+        q, utility = _level(n, alpha, epsilon, m, g), "weighted"
+        informative = q < 1.0
+    else:
+        q = _level_from_rho(n, _certified_rho(n, alpha, epsilon, m), alpha, epsilon, m)
+        utility, informative = "rank", math.isfinite(q)
+    if informative:
+        t = private_quantiles(s, q, epsilon, m, check_random_state(random_state), utility=utility)
+    else:
+        t = np.ones(s.shape[0])
+    gamma_out = None if g is None else float(g)
+    return PrivateThresholds(t, float(q), int(m), gamma_out, epsilon, bool(informative), method)
 
 
 def count_at_most(sorted_scores: np.ndarray, rows: np.ndarray, thresholds: np.ndarray):

@@ -41,8 +41,14 @@ __all__ = [
 
 #: Certificates are compared with ``1 - alpha + _SLACK`` so float rounding never decides.
 _SLACK = 1e-9
-#: Candidate bin counts for :func:`auto_class_bins`.
-_BIN_GRID = np.unique(np.round(np.geomspace(4, 2000, 40)).astype(int))
+#: Candidate bin counts for :func:`auto_class_bins`: 40 log-spaced values from 4 up to
+#: ``max(2000, 10 * n/K)`` (at most 10^6).
+_GRID_POINTS = 40
+
+
+def _bin_grid(typical: int) -> np.ndarray:
+    top = min(10**6, max(2000, 10 * typical))
+    return np.unique(np.round(np.geomspace(4, top, _GRID_POINTS)).astype(int))
 
 
 def _g(t, epsilon_class: float, m: int):
@@ -159,12 +165,31 @@ def class_rank_schedule(
     return schedule.astype(np.int64), pad
 
 
+def _rank_star(n: int, alpha: float, epsilon_class: float, m: int, pad: int) -> int:
+    """``ρ*(n)`` alone, by bisection on integers, for the bin search only (the mechanism's
+    schedule comes from :func:`class_rank_schedule`). Uses the certified method's rounded-down
+    certificate (:func:`dpuq.planning._cert`, ranks 1..n) plus the top-rank term."""
+    from dpuq.planning import _cert
+
+    def ok(r: int) -> bool:
+        top = float(_g(r - n, epsilon_class, m)) / (n + 1)
+        below = _cert(n, float(r), epsilon_class, m) if n else 0.0
+        return below + top >= 1.0 - alpha + _SLACK
+
+    lo, hi = -1, n + pad  # ok(n + pad) holds: every term is >= g(pad) >= 1 - alpha
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
 def _expected_uniform_threshold(n: int, alpha: float, epsilon: float, m: int) -> float:
     """``E[T]`` of one class of ``n`` evenly spread scores, from the exact law."""
     from dpuq.mechanisms.class_thresholds import _class_log_weights
     from dpuq.mechanisms.quantile import bin_edges, bin_index
 
-    schedule, pad = class_rank_schedule(n, alpha=alpha, epsilon=epsilon, n_bins=m)
+    pad = class_padding(alpha, epsilon, m)
+    schedule = np.full(n + 1, _rank_star(n, alpha, epsilon / 2.0, m, pad), dtype=np.int64)
     edges = bin_edges(m)
     scores = (np.arange(n) + 0.5) / max(n, 1)
     counts = np.bincount(bin_index(scores, edges), minlength=m)[None, :]
@@ -174,22 +199,24 @@ def _expected_uniform_threshold(n: int, alpha: float, epsilon: float, m: int) ->
 
 
 def auto_class_bins(n: int, n_classes: int, alpha: float, epsilon: float) -> int:
-    """Data-free bins for class-conditional sets: the m of a grid (4..2000) that minimises the
-    expected threshold of a class of ``n / K`` evenly spread scores (ties: the smaller m).
+    """Data-free bins for class-conditional sets: the m of a log-spaced grid (4 to
+    ``max(2000, 10 n/K)``) that minimises the expected threshold of a class of ``n / K``
+    evenly spread scores under the exact law (ties: the smaller m).
 
     One m for all classes, from public ``n`` and ``K`` only (a per-class m would read ``n_y``).
 
     Examples
     --------
     >>> auto_class_bins(10000, 10, 0.1, 1.0)
-    133
+    81
     """
     n = check_positive_int(n, "n", minimum=0)
     k = check_positive_int(n_classes, "n_classes", minimum=2)
     a, eps_c, _ = _check(alpha, epsilon, 2)
     typical = max(1, n // k)
-    best, best_m = math.inf, int(_BIN_GRID[0])
-    for m in _BIN_GRID:
+    grid = _bin_grid(typical)
+    best, best_m = math.inf, int(grid[0])
+    for m in grid:
         value = _expected_uniform_threshold(typical, a, 2.0 * eps_c, int(m))
         if value < best - 1e-12:
             best, best_m = value, int(m)

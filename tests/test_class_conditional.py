@@ -325,3 +325,34 @@ def test_classifier_class_conditional_sets_use_each_label_threshold():
     np.testing.assert_array_equal(again.predict_set(X[1500:]), sets)
     with pytest.raises(ValueError, match="thresholds must have shape"):
         dpuq.conformal.class_conditional.class_prediction_sets(scores, clf.threshold_[:3])
+
+
+def test_regressor_groups_one_threshold_per_group():
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(2)
+    n = 6000
+    x = rng.normal(size=(n, 1))
+    g = (rng.random(n) < 0.3).astype(int)
+    y = x[:, 0] + rng.normal(size=n) * np.where(g == 1, 3.0, 0.5)  # group 1 is noisier
+    model = LinearRegression().fit(x[:1000], y[:1000])
+    reg = dpuq.PrivateConformalRegressor(
+        model, epsilon=2.0, bound=15.0, n_groups=2, random_state=0
+    ).conformalize(x[1000:4000], y[1000:4000], groups=g[1000:4000])
+    assert reg.threshold_.shape == (2,) and reg.threshold_[1] > reg.threshold_[0]
+    iv = reg.predict_interval(x[4000:], groups=g[4000:])
+    inside = (iv[:, 0] <= y[4000:]) & (y[4000:] <= iv[:, 1])
+    for grp in (0, 1):
+        assert inside[g[4000:] == grp].mean() >= 0.87
+    marginal = dpuq.PrivateConformalRegressor(model, epsilon=2.0, bound=15.0, random_state=0)
+    miv = marginal.conformalize(x[1000:4000], y[1000:4000]).predict_interval(x[4000:])
+    m_inside = (miv[:, 0] <= y[4000:]) & (y[4000:] <= miv[:, 1])
+    assert m_inside[g[4000:] == 1].mean() < 0.85  # marginal intervals miss the noisy group
+    with pytest.raises(ValueError, match="groups="):
+        reg.predict_interval(x[4000:])
+    with pytest.raises(ValueError, match="n_groups"):
+        marginal.predict_interval(x[4000:], groups=g[4000:])
+    with pytest.raises(ValueError, match="groups"):
+        dpuq.PrivateConformalRegressor(model, epsilon=1.0, bound=15.0, n_groups=2).conformalize(
+            x[:10], y[:10], groups=[0, 1, 2, 0, 0, 0, 0, 0, 0, 0]
+        )

@@ -27,7 +27,13 @@ from dpuq.mechanisms.class_thresholds import class_thresholds
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
 
-__all__ = ["ClassConditionalCalibration", "calibrate_by_class", "class_prediction_sets"]
+__all__ = [
+    "ClassConditionalCalibration",
+    "calibrate_by_class",
+    "check_groups",
+    "class_prediction_sets",
+    "grouped_intervals",
+]
 
 MECHANISM = (
     "class-conditional exponential mechanism over binned thresholds: per class, rank utility "
@@ -227,3 +233,40 @@ def class_prediction_sets(score_matrix, thresholds) -> np.ndarray:
     if np.isnan(t).any():
         raise ValueError("thresholds contain NaN")
     return s <= t[None, :]
+
+
+# ------------------------------------------------------------- groups (the regressor's groups=)
+def check_groups(groups, n_groups, n_samples: int, *, required: bool = False):
+    """Group indices ``0..n_groups-1`` of ``n_samples`` points, or None when not grouped.
+
+    ``n_groups`` is public (from the user, never from the data: the largest group index seen
+    in the calibration data would tell whether a group is empty).
+    """
+    from dpuq._validation import check_labels
+
+    if n_groups is None:
+        if groups is not None:
+            raise ValueError("groups= needs n_groups (the public number of groups)")
+        return None
+    k = check_positive_int(n_groups, "n_groups", minimum=2)
+    if groups is None:
+        raise ValueError(f"n_groups={k} needs groups= (each point's group, 0..{k - 1})")
+    return check_labels(groups, k, n_samples, "groups")
+
+
+def grouped_intervals(interval_fn, predictions, groups, thresholds, *, bound: float):
+    """Intervals of each row at its group's threshold: ``interval_fn`` applied group by group.
+
+    Examples
+    --------
+    >>> from dpuq.conformal.regression_scores import absolute_residual_intervals
+    >>> grouped_intervals(absolute_residual_intervals, np.array([0.0, 0.0]), np.array([0, 1]),
+    ...                   np.array([0.1, 0.5]), bound=10.0).tolist()
+    [[-1.0, 1.0], [-5.0, 5.0]]
+    """
+    out = np.empty((groups.size, 2))
+    for g, t in enumerate(np.asarray(thresholds, dtype=float)):  # groups are few
+        rows = groups == g
+        if rows.any():
+            out[rows] = interval_fn(predictions[rows], float(t), bound=bound)
+    return out

@@ -356,3 +356,29 @@ def test_regressor_groups_one_threshold_per_group():
         dpuq.PrivateConformalRegressor(model, epsilon=1.0, bound=15.0, n_groups=2).conformalize(
             x[:10], y[:10], groups=[0, 1, 2, 0, 0, 0, 0, 0, 0, 0]
         )
+
+
+@pytest.mark.filterwarnings("ignore::dpuq.UninformativeReleaseWarning")
+def test_property_any_valid_input_gives_a_valid_release():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=25, deadline=None)
+    @given(
+        data=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(0, 3)), min_size=1, max_size=60),
+        k=st.integers(4, 6),
+        alpha=st.floats(0.01, 0.5),
+        epsilon=st.floats(0.05, 20.0),
+        m=st.one_of(st.just("auto"), st.integers(2, 50)),
+    )
+    def check(data, k, alpha, epsilon, m):
+        scores, labels = zip(*data, strict=True)
+        cal = dpuq.calibrate_by_class(
+            list(scores), list(labels), k, alpha=alpha, epsilon=epsilon, n_bins=m, random_state=0
+        )
+        t = np.asarray(cal.thresholds)
+        assert t.shape == (k,)
+        grid = np.arange(1, cal.n_bins + 1) / cal.n_bins
+        assert np.all(np.isin(t, grid))
+
+    check()

@@ -34,8 +34,8 @@ def main() -> None:
     del logits
     cal, test = random_splits(pool.n_points, 30_000, 20_000, 100, random_state=1)
     cal_scores = pool.true_scores[cal]
-    m, g = dpuq.auto_n_bins(30_000, 0.1, 1.0)
-    q = dpuq.inflated_level(30_000, 0.1, 1.0, m, g)
+    m, _ = dpuq.auto_n_bins(30_000, 0.1, 1.0)
+    q = dpuq.certified_level(30_000, 0.1, 1.0, m)
     rng = np.random.default_rng(2)
 
     rows = []
@@ -46,7 +46,7 @@ def main() -> None:
 
     def loop_of_calibrate():
         for s in range(100):
-            dpuq.calibrate(cal_scores[s], alpha=0.1, epsilon=1.0, n_bins=m, gamma=g,
+            dpuq.calibrate(cal_scores[s], alpha=0.1, epsilon=1.0, n_bins=m,
                            random_state=rng)  # fmt: skip
 
     t = median_time(loop_of_calibrate, repeats=3)

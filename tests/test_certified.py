@@ -157,6 +157,15 @@ class TestPlanning:
         assert m > 4 * dpuq.auto_n_bins(1000, 0.1, 1.0, method="paper")[0]  # finer than paper
         assert dpuq.auto_n_bins(30000, 0.1, 1.0)[0] > 1000  # large n: fast (window), no sim
 
+    @pytest.mark.parametrize(("n", "eps"), [(100, 1e6), (10**6, 1e-3), (10**9, 1.0), (50, 1.0)])
+    def test_auto_bins_extreme_settings(self, n, eps):
+        # no huge grids when epsilon is large (ties within 0.05 ranks go to the smaller m);
+        # informative m whenever one exists
+        m, _ = dpuq.auto_n_bins(n, 0.1, eps)
+        assert 10 <= m <= max(10_000, n)
+        informative = math.isfinite(dpuq.certified_level(n, 0.1, eps, 10))
+        assert math.isfinite(dpuq.certified_level(n, 0.1, eps, m)) == informative
+
     def test_auto_bins_beats_other_bins_on_fresh_uniform_scores(self):
         n, a, e = 1000, 0.1, 1.0
         rng = np.random.default_rng(5)

@@ -57,7 +57,8 @@ class TestWorkflow:
         _, _, Xc, yc, Xt = digits
         clf = dpuq.PrivateConformalClassifier(model, epsilon=1.0, score=score, random_state=1)
         clf.conformalize(Xc, yc)
-        assert clf.predict_set(Xt).sum(axis=1).mean() >= 1
+        size = clf.predict_set(Xt).sum(axis=1).mean()
+        assert clf.calibration_.informative and 0.5 <= size < 3  # informative, not full
 
     def test_randomised_aps(self, digits, model):
         _, _, Xc, yc, Xt = digits

@@ -85,7 +85,8 @@ class TestCalibrate:
         report = cal["privacy_report"]
         assert report["epsilon"] == 1.0 and report["delta"] == 0.0
         assert "replace-one" in report["neighbouring"]
-        assert report["details"]["level (q̃)"] == cal["level"]
+        assert report["details"]["level (rho/n)"] == cal["level"]
+        assert cal["method"] == "certified" and cal["certified_coverage"] >= 0.9
 
     def test_same_seed_same_release_as_library(self, data, capsys):
         tmp, p, raw = data
@@ -125,7 +126,7 @@ class TestCalibrate:
                 "-o", b)  # fmt: skip
         ja, jb = json.loads(a.read_text()), json.loads(b.read_text())
         assert ja["threshold"] == jb["threshold"]
-        assert ja["score"] == {"name": "raps", "lam": 0.01, "k_reg": 5}
+        assert ja["score"] == {"name": "raps", "lam": 0.01, "k_reg": 5, "randomized": True}
         assert ja["n_classes"] == 4 and ja["task"] == "classification"
 
     def test_parquet_input(self, data, capsys):
@@ -206,11 +207,15 @@ class TestPredict:
                                   p["probs_csv"], "-o", sets_path)  # fmt: skip
         assert code == 0 and "mean size" in stdout
         threshold = json.loads(cal_path.read_text())["threshold"]
-        expected = dpuq.prediction_sets(dpuq.aps_scores(raw["probs"]), threshold)
+        # randomized APS (the default for private use): U p_y with U in [0, 1], so the sets lie
+        # between those of the deterministic score (U = 1) and of the mass above (U = 0)
+        smallest = dpuq.prediction_sets(dpuq.aps_scores(raw["probs"]), threshold)
+        mass_above = dpuq.aps_scores(raw["probs"]) - raw["probs"] / raw["probs"].sum(1)[:, None]
+        largest = dpuq.prediction_sets(np.clip(mass_above - 1e-9, 0, 1), threshold)
         header = sets_path.read_text().splitlines()[0]
         assert header == "0,1,2,3"
         got = np.loadtxt(sets_path, delimiter=",", skiprows=1).astype(bool)
-        np.testing.assert_array_equal(got, expected)
+        assert np.all(smallest <= got) and np.all(got <= largest) and (got != smallest).any()
 
     def test_sets_json_lists_labels(self, data, capsys):
         tmp, p, raw = data
@@ -284,18 +289,32 @@ class TestPredict:
 
 class TestPlan:
     def test_plan_shows_the_library_numbers(self, capsys):
-        code, out, _ = run_cli(capsys, "plan", "--n", 1000, "--alpha", 0.1, "--epsilon", 1)
+        code, out, _ = run_cli(capsys, "plan", "--n", 1000, "--alpha", 0.1, "--epsilon", 1,
+                               "--method", "paper")  # fmt: skip
         assert code == 0
-        m, gamma = dpuq.auto_n_bins(1000, 0.1, 1.0)
+        m, gamma = dpuq.auto_n_bins(1000, 0.1, 1.0, method="paper")
         q = dpuq.inflated_level(1000, 0.1, 1.0, m, gamma)
         assert f"{q:.4f}" in out and f" {m}" in out and f"{gamma:.4g}" in out
         assert "yes (q̃ < 1)" in out and "inflation +" in out
+        assert f"n >= {dpuq.min_calibration_size(0.1, 1.0, method='paper')}" in out
+
+    def test_plan_certified_shows_rank_and_certificate(self, capsys):
+        code, out, _ = run_cli(capsys, "plan", "--n", 1000, "--alpha", 0.1, "--epsilon", 1)
+        assert code == 0
+        m, _ = dpuq.auto_n_bins(1000, 0.1, 1.0)
+        level = dpuq.certified_level(1000, 0.1, 1.0, m)
+        assert f"{level * 1000:.2f} of 1000" in out and f" {m}" in out
+        assert f"{dpuq.coverage_certificate(1000, level, 1.0, m):.4f}" in out
+        assert "yes (rho* <= n)" in out and "inflation +" in out
         assert f"n >= {dpuq.min_calibration_size(0.1, 1.0)}" in out
 
     def test_plan_says_when_sets_will_be_full(self, capsys):
-        code, out, _ = run_cli(capsys, "plan", "--n", 50, "--alpha", 0.1, "--epsilon", 0.5)
+        code, out, _ = run_cli(capsys, "plan", "--n", 40, "--alpha", 0.1, "--epsilon", 0.5)
+        assert code == 0 and "NO (no rank is certified)" in out
+        assert f"epsilon >= {dpuq.min_epsilon(40, 0.1):g}" in out
+        code, out, _ = run_cli(capsys, "plan", "--n", 50, "--alpha", 0.1, "--epsilon", 0.5,
+                               "--method", "paper")  # fmt: skip
         assert code == 0 and "NO (q̃ >= 1)" in out
-        assert f"epsilon >= {dpuq.min_epsilon(50, 0.1):g}" in out
 
     def test_expected_inflation_shrinks_with_n(self, capsys):
         def inflation(n):
@@ -307,7 +326,7 @@ class TestPlan:
 
     def test_table_rows_columns_and_min_n(self, capsys):
         code, out, _ = run_cli(capsys, "plan", "--alpha", 0.1, "--table", "--n", 100, 1000,
-                               "--epsilon", 0.5, 2, "--bins", 50)  # fmt: skip
+                               "--epsilon", 0.5, 2, "--bins", 50, "--method", "paper")  # fmt: skip
         assert code == 0
         lines = out.splitlines()
         row = next(line for line in lines if line.split()[0] == "1000").split()
@@ -316,9 +335,18 @@ class TestPlan:
         assert next(line for line in lines if line.split()[0] == "100").split()[1] == "full"
         min_row = next(line for line in lines if line.startswith("   min n")).split()
         assert min_row[2:] == [
-            str(dpuq.min_calibration_size(0.1, 0.5, 50)),
-            str(dpuq.min_calibration_size(0.1, 2.0, 50)),
+            str(dpuq.min_calibration_size(0.1, 0.5, 50, method="paper")),
+            str(dpuq.min_calibration_size(0.1, 2.0, 50, method="paper")),
         ]
+
+    def test_certified_table(self, capsys):
+        code, out, _ = run_cli(capsys, "plan", "--alpha", 0.1, "--table", "--n", 40, 1000,
+                               "--epsilon", 0.5, 2, "--bins", 50)  # fmt: skip
+        assert code == 0
+        lines = out.splitlines()
+        row = next(line for line in lines if line.split()[0] == "1000").split()
+        assert row[2] == f"{dpuq.certified_level(1000, 0.1, 2.0, 50):.4f}"
+        assert next(line for line in lines if line.split()[0] == "40").split()[1] == "full"
 
 
 CALIBRATE_CASES = [

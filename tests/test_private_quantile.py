@@ -9,7 +9,12 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import dpuq
-from dpuq.mechanisms.quantile import _row_log_weights, bin_edges, bin_index
+from dpuq.mechanisms.quantile import (
+    _row_log_weights,
+    bin_edges,
+    bin_index,
+    private_quantile_from_counts,
+)
 
 UTILITIES = ("rank", "weighted")
 
@@ -145,6 +150,29 @@ class TestOneLaw:
         q, eps = float(rng.uniform(0.5, 0.999)), float(rng.uniform(0.05, 10))
         full = dpuq.private_quantile_log_distribution(scores, q, eps, m, utility=utility)[1]
         np.testing.assert_allclose(_sampler_law(scores, q, eps, m, utility), full, atol=1e-12)
+
+
+class TestSameCode:
+    @pytest.mark.parametrize("m", [7, 50, 1000])  # dense and grouped layouts (n = 30)
+    @pytest.mark.parametrize("utility", UTILITIES)
+    def test_single_batched_counts_and_calibrate_draw_identically(self, m, utility):
+        # One sampler: with the same seed, every entry point returns the same draw.
+        scores = np.random.default_rng(m).beta(2, 5, size=30)
+        counts = np.bincount(bin_index(scores, bin_edges(m)), minlength=m)
+        for seed in range(20):
+            a = dpuq.private_quantile(scores, 0.8, 1.0, m, random_state=seed, utility=utility)
+            b = dpuq.private_quantiles(scores[None, :], 0.8, 1.0, m, seed, utility=utility)[0]
+            c = private_quantile_from_counts(counts, 0.8, 1.0, seed, utility=utility)
+            assert a == b == c
+
+    def test_calibrate_releases_the_private_quantile_at_its_level(self):
+        scores = np.random.default_rng(1).uniform(size=500)
+        for method, utility in (("certified", "rank"), ("paper", "weighted")):
+            cal = dpuq.calibrate(scores, alpha=0.1, epsilon=1.0, method=method, random_state=3)
+            q = dpuq.private_quantile(
+                scores, cal.level, 1.0, cal.n_bins, random_state=3, utility=utility
+            )
+            assert cal.threshold == q
 
 
 class TestSampler:

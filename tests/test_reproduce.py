@@ -61,7 +61,7 @@ def test_imagenet_scale_experiments_on_synthetic_logits(tmp_path, experiment):
     assert len(list(out.glob("figure*.png"))) == 1
     methods = res["methods"]
     assert methods[0]["method"].startswith("split conformal")
-    assert len(methods) == (6 if experiment == "bins" else 5)
+    assert len(methods) == (7 if experiment == "bins" else 5)
     _check_methods(methods, 2000)
     assert 0.6 < res["accuracy"] < 0.9  # the generator's ResNet-152-like accuracy
 

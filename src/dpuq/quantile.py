@@ -4,7 +4,8 @@ The law and sampler live in :mod:`dpuq.mechanisms.quantile` (privacy-critical), 
 and sizes in :mod:`dpuq.planning`, the paper's bin simulation in :mod:`dpuq._bin_simulation`.
 """
 
-from dpuq.mechanisms.quantile import (
+from dpuq.mechanisms.quantile import (  # noqa: F401 (private names kept for old imports)
+    _bin_index_fast,
     bin_edges,
     bin_index,
     private_quantile,
@@ -12,8 +13,11 @@ from dpuq.mechanisms.quantile import (
     private_quantile_log_distribution,
     private_quantiles,
 )
-from dpuq.planning import (
+from dpuq.planning import (  # noqa: F401
     TINY_GAMMA,
+    _bin_grid,
+    _gamma_star,
+    _level,
     auto_n_bins,
     certified_level,
     coverage_certificate,

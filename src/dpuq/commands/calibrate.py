@@ -140,6 +140,13 @@ def register(subparsers) -> None:
         "or an integer >= 2",
     )
     release.add_argument(
+        "--method",
+        choices=("certified", "paper"),
+        default="certified",
+        help="calibration method: 'certified' (default: rank utility at the certified level) "
+        "or 'paper' (Algorithm 3 of Angelopoulos et al. 2022); see docs/calibration.md",
+    )
+    release.add_argument(
         "--seed",
         type=seed_arg,
         default=None,
@@ -226,11 +233,14 @@ def _classification_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
         }
     elif args.lam is not None or args.k_reg is not None:
         raise ValueError("--lam and --k-reg apply to --score raps only")
+    if name in ("aps", "raps"):  # randomized: deterministic APS piles up in the top bin
+        params["randomized"] = True
     if labels.size != probs.shape[0]:
         raise ValueError(
             f"--labels has {labels.size} entries but --probs has {probs.shape[0]} rows"
         )
-    scores = score_function(name)(probs, labels, **params)
+    seed = {"random_state": args.seed} if params.get("randomized") else {}
+    scores = score_function(name)(probs, labels, **params, **seed)
     meta = {"task": "classification", "score": {"name": name, **params}}
     meta["n_classes"] = int(probs.shape[1])
     return scores, meta
@@ -312,7 +322,14 @@ def run(args: argparse.Namespace) -> int:
             UserWarning,
             stacklevel=1,
         )
-    cal = calibrate(scores, alpha=alpha, epsilon=epsilon, n_bins=args.bins, random_state=args.seed)
+    cal = calibrate(
+        scores,
+        alpha=alpha,
+        epsilon=epsilon,
+        n_bins=args.bins,
+        method=args.method,
+        random_state=args.seed,
+    )
     record = {
         "format": CALIBRATION_FORMAT,
         "format_version": CALIBRATION_FORMAT_VERSION,
@@ -332,8 +349,14 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"released threshold {cal.threshold:.6g} ({state}) from n = {cal.n} calibration "
         f"scores at alpha = {cal.alpha:g}, epsilon = {cal.epsilon:g} (pure DP, delta = 0)\n"
-        f"level q̃ = {cal.level:.4f}, bins m = {cal.n_bins}, gamma = {cal.gamma:.4g}\n"
-        f"wrote {out}",
+        + (
+            f"level q̃ = {cal.level:.4f}, bins m = {cal.n_bins}, gamma = {cal.gamma:.4g} "
+            f"(method paper)\n"
+            if cal.method == "paper"
+            else f"target rank {cal.level * cal.n:.2f} of {cal.n}, bins m = {cal.n_bins}, "
+            f"certified coverage {cal.certified_coverage:.4f} (method certified)\n"
+        )
+        + f"wrote {out}",
         file=sys.stdout,
     )
     return 0

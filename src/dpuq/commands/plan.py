@@ -17,19 +17,23 @@ DESCRIPTION = """\
 Plan a private calibration before touching any data: uses only the public n (number of
 calibration points), alpha and epsilon, so it costs no privacy.
 
-The private threshold is the binned quantile of the calibration scores at the inflated level
-q̃ = (n+1)(1-alpha) / (n(1-gamma*alpha)) + 2 log(m/(gamma*alpha)) / (epsilon*n)
-instead of the non-private level of about 1 - alpha. If q̃ >= 1 no informative release is
-possible: the sets are full (the whole line for regression). This command shows q̃, the
-number of bins m* and the share gamma* of alpha spent on privacy that `dpuq calibrate` will
-use, the expected threshold on uniform scores (how much larger the private sets are than
-non-private ones, in coverage units), and the smallest n and epsilon that give informative
-sets. --table prints q̃ over a grid of n and epsilon: "how many calibration points do I need?"
+method certified (default): the private threshold targets the rank rho* of the calibration
+scores, the smallest rank whose coverage certificate
+cert(rho) = (1/(n+1)) sum_k 1/(1 + (m-1) exp(-(epsilon/2)(rho - k + 1))) reaches 1 - alpha;
+the non-private rank is about (1-alpha)(n+1), the private one adds about (2/epsilon) log(m-1).
+method paper (Algorithm 3 of Angelopoulos et al. 2022): the binned quantile at the inflated
+level q̃ = (n+1)(1-alpha) / (n(1-gamma*alpha)) + 2 log(m/(gamma*alpha)) / (epsilon*n).
+If no level is informative the sets are full (the whole line for regression). This command
+shows the level, the number of bins m* that `dpuq calibrate` will use, the expected threshold
+on uniform scores (how much larger the private sets are than non-private ones, in coverage
+units), and the smallest n and epsilon that give informative sets. --table prints the level
+over a grid of n and epsilon: "how many calibration points do I need?"
 """
 
 EPILOG = """\
 examples:
   dpuq plan --n 1000 --alpha 0.1 --epsilon 1
+  dpuq plan --n 1000 --alpha 0.1 --epsilon 1 --method paper
   dpuq plan --alpha 0.1 --table
   dpuq plan --alpha 0.05 --table --n 500 1000 5000 --epsilon 0.5 1 2
 """
@@ -63,6 +67,12 @@ def register(subparsers) -> None:
         help="number of bins m: 'auto' (default, as `dpuq calibrate`) or an integer >= 2",
     )
     p.add_argument(
+        "--method",
+        choices=("certified", "paper"),
+        default="certified",
+        help="calibration method, as `dpuq calibrate --method` (default certified)",
+    )
+    p.add_argument(
         "--table",
         action="store_true",
         help="print q̃ over a grid of n (rows) and epsilon (columns); --n and --epsilon then "
@@ -72,46 +82,25 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _settings(n: int, alpha: float, epsilon: float, bins) -> tuple[int, float, float]:
-    from dpuq.quantile import auto_n_bins, inflated_level, optimal_gamma
+def _plan(n: int, alpha: float, epsilon: float, bins, method: str):
+    from dpuq.planning import plan
 
-    if bins == "auto":
-        m, gamma = auto_n_bins(n, alpha, epsilon)
-    else:
-        m, gamma = bins, optimal_gamma(n, alpha, epsilon, bins)
-    return m, gamma, inflated_level(n, alpha, epsilon, m, gamma)
-
-
-def expected_uniform_threshold(n: int, q: float, epsilon: float, m: int) -> float:
-    """``E[threshold]`` on n uniform scores: the criterion of ``auto_n_bins`` (same simulation)."""
-    from dpuq.quantile import _expected_threshold, _FullUniforms, _NotCovered, _simulated_uniforms
-
-    if q >= 1.0:
-        return 1.0
-    try:
-        return _expected_threshold(_simulated_uniforms(n, [(m, q, epsilon)]), q, epsilon, m)
-    except _NotCovered:
-        return _expected_threshold(_FullUniforms(n), q, epsilon, m)
-
-
-def _split_conformal_level(n: int, alpha: float) -> float:
-    """``k/(n+1)``, ``k = ceil((n+1)(1-alpha))``: the non-private threshold's mean on uniforms."""
-    k = math.ceil((n + 1) * (1 - Fraction(repr(alpha))))
-    return math.inf if k > n else k / (n + 1)
+    return plan(n, alpha, epsilon, bins, method=method)
 
 
 def _signed(x: float) -> str:
     return f"{x:+.4f}" if abs(x) >= 1e-3 or x == 0 else f"{x:+.2e}"
 
 
-def _needs(n: int, alpha: float, epsilon: float, bins) -> str:
-    from dpuq.quantile import min_calibration_size, min_epsilon
+def _needs(n: int, alpha: float, epsilon: float, bins, method: str) -> str:
+    from dpuq.planning import min_calibration_size, min_epsilon
 
     try:
-        need_n = f"n >= {min_calibration_size(alpha, epsilon, bins)} at epsilon = {epsilon:g}"
+        need = min_calibration_size(alpha, epsilon, bins, method=method)
+        need_n = f"n >= {need} at epsilon = {epsilon:g}"
     except ValueError:
         need_n = f"no n at epsilon = {epsilon:g}"
-    need_eps = min_epsilon(n, alpha, bins)
+    need_eps = min_epsilon(n, alpha, bins, method=method)
     eps_text = (
         f"epsilon >= {need_eps:g} at n = {n}"
         if math.isfinite(need_eps)
@@ -120,21 +109,25 @@ def _needs(n: int, alpha: float, epsilon: float, bins) -> str:
     return f"{need_n}; {eps_text}"
 
 
-def _single(n: int, alpha: float, epsilon: float, bins) -> str:
-    m, gamma, q = _settings(n, alpha, epsilon, bins)
-    informative = q < 1.0
-    baseline = _split_conformal_level(n, alpha)
+def _single(n: int, alpha: float, epsilon: float, bins, method: str) -> str:
+    pl = _plan(n, alpha, epsilon, bins, method)
     lines = [
         f"plan: n = {n} calibration points, alpha = {alpha:g} (coverage >= {1 - alpha:.4g}), "
-        f"epsilon = {epsilon:g}",
-        f"  bins m*             {m}"
-        + ("  (auto: data-independent, no privacy cost)" * (bins == "auto")),
-        f"  gamma*              {gamma:.4g}",
-        f"  level q̃            {q:.4f}",
+        f"epsilon = {epsilon:g}, method {method}",
+        f"  bins m*             {pl.n_bins}" + (AUTO_NOTE * (bins == "auto")),
     ]
-    if informative:
-        lines.append("  informative         yes (q̃ < 1)")
-        expected = expected_uniform_threshold(n, q, epsilon, m)
+    if method == "paper":
+        lines += [f"  gamma*              {pl.gamma:.4g}", f"  level q̃            {pl.level:.4f}"]
+        yes, no = "yes (q̃ < 1)", "NO (q̃ >= 1)"
+    else:
+        rank = f"{pl.level * n:.2f} of {n}" if pl.informative else "none"
+        lines.append(f"  target rank rho*    {rank}")
+        if pl.informative:
+            lines.append(f"  certified coverage  {pl.certified_coverage:.4f}")
+        yes, no = "yes (rho* <= n)", "NO (no rank is certified)"
+    if pl.informative:
+        lines.append(f"  informative         {yes}")
+        expected, baseline = pl.expected_threshold, pl.baseline
         if math.isfinite(baseline):
             lines.append(
                 f"  expected threshold  {expected:.4f} on uniform scores vs {baseline:.4f} "
@@ -147,37 +140,37 @@ def _single(n: int, alpha: float, epsilon: float, bins) -> str:
         else:
             lines.append(f"  expected threshold  {expected:.4f} on uniform scores")
     else:
-        lines.append(
-            "  informative         NO (q̃ >= 1): the threshold will be 1, full sets / whole line"
-        )
-    lines.append(f"  informative sets need {_needs(n, alpha, epsilon, bins)}")
+        lines.append(f"  informative         {no}: the threshold will be 1, full sets / whole line")
+    lines.append(f"  informative sets need {_needs(n, alpha, epsilon, bins, method)}")
     return "\n".join(lines)
 
 
-def _table(ns, epsilons, alpha: float, bins) -> str:
+def _table(ns, epsilons, alpha: float, bins, method: str) -> str:
     from dpuq._progress import progress
-    from dpuq.quantile import min_calibration_size
+    from dpuq.planning import min_calibration_size
 
     cells = {}
     pairs = [(n, e) for n in ns for e in epsilons]
     for n, e in progress(pairs, "planning", disable=len(pairs) < 10):
-        cells[n, e] = _settings(n, alpha, e, bins)[2]
+        pl = _plan(n, alpha, e, bins, method)
+        cells[n, e] = pl.level if pl.informative else None
     width = 9
     head = f"{'n':>8} " + "".join(f"{f'ε={e:g}':>{width}}" for e in epsilons)
+    what = "inflated level q̃" if method == "paper" else "certified level rho*/n"
     lines = [
-        f"inflated level q̃ (bins: {bins}) at alpha = {alpha:g}; 'full' = q̃ >= 1, no informative "
+        f"{what} (bins: {bins}, method {method}) at alpha = {alpha:g}; 'full' = no informative "
         "sets",
         head,
     ]
     for n in ns:
         row = "".join(
-            f"{'full' if cells[n, e] >= 1 else f'{cells[n, e]:.4f}':>{width}}" for e in epsilons
+            f"{'full' if cells[n, e] is None else f'{cells[n, e]:.4f}':>{width}}" for e in epsilons
         )
         lines.append(f"{n:>8} {row}")
 
     def min_n(e: float) -> str:
         try:
-            return str(min_calibration_size(alpha, e, bins))
+            return str(min_calibration_size(alpha, e, bins, method=method))
         except ValueError:
             return "none"
 
@@ -197,13 +190,17 @@ def run(args: argparse.Namespace) -> int:
     epsilons = [check_epsilon(e, "--epsilon") for e in (args.epsilon or [])]
     if args.table:
         text = _table(
-            ns or list(DEFAULT_N_GRID), epsilons or list(DEFAULT_EPSILON_GRID), alpha, args.bins
+            ns or list(DEFAULT_N_GRID),
+            epsilons or list(DEFAULT_EPSILON_GRID),
+            alpha,
+            args.bins,
+            args.method,
         )
     else:
         if len(ns) != 1 or len(epsilons) != 1:
             raise ValueError(
                 "give one --n and one --epsilon (or --table for a grid of several values)"
             )
-        text = _single(ns[0], alpha, epsilons[0], args.bins)
+        text = _single(ns[0], alpha, epsilons[0], args.bins, args.method)
     print(text, file=sys.stdout)
     return 0

@@ -23,7 +23,7 @@ from dpuq._validation import (
     check_positive_int,
     check_scores,
 )
-from dpuq.mechanisms.quantile import bin_edges, bin_index, private_quantile_from_counts
+from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, private_quantile_from_counts
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning import (
     _cert,
@@ -155,7 +155,7 @@ def _bin_counts(scores, bins_for_n) -> tuple[np.ndarray, int]:
     """
     s = check_scores(scores)
     edges = bin_edges(bins_for_n(s.size))
-    return np.bincount(bin_index(s, edges), minlength=edges.size), s.size
+    return np.bincount(_bin_index_fast(s, edges), minlength=edges.size), s.size
 
 
 def _advice(n, alpha, epsilon, n_bins, method) -> str:

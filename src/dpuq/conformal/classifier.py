@@ -44,11 +44,15 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         Target coverage ``1 - alpha``; ``alpha`` must be in (0, 0.5].
     score : {"lac", "aps", "raps"}, default "lac"
     n_bins : "auto" or int, default "auto"
+    method : {"certified", "paper"}, default "certified"
+        Calibration method of :func:`dpuq.calibrate` (the certified level, or Algorithm 3).
     prefit : bool, default True
         If False, ``fit(X, y)`` trains the estimator first.
     score_params : dict, optional
-        Extra keyword arguments of the score (e.g. ``{"lam": 0.01, "k_reg": 5}`` for RAPS,
-        ``{"randomized": True}`` for APS/RAPS).
+        Extra keyword arguments of the score (e.g. ``{"lam": 0.01, "k_reg": 5}`` for RAPS).
+        APS and RAPS are randomized by default here (``{"randomized": False}`` turns it off):
+        a confident model puts almost all deterministic APS scores in the top bin, where no
+        private threshold can separate them (docs/calibration.md).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments only.
     class_conditional : bool, default False
@@ -86,6 +90,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         confidence_level: float = 0.9,
         score: str = "lac",
         n_bins: int | str = "auto",
+        method: str = "certified",
         prefit: bool = True,
         score_params: dict | None = None,
         random_state: RandomState = None,
@@ -96,6 +101,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         self.confidence_level = confidence_level
         self.score = score
         self.n_bins = n_bins
+        self.method = method
         self.prefit = prefit
         self.score_params = score_params
         self.random_state = random_state
@@ -120,6 +126,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
 
     def _score_matrix(self, probs: np.ndarray, labels=None) -> np.ndarray:
         params = dict(self.score_params or {})
+        if self.score in ("aps", "raps"):
+            params.setdefault("randomized", True)
         if params.get("randomized"):
             params["random_state"] = self._rng()
         return score_function(self.score)(probs, labels, **params)
@@ -176,6 +184,11 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         labels = self._label_index(y_cal)
         scores = self._score_matrix(probs, labels)
         if self.class_conditional:
+            if self.method != "certified":
+                raise ValueError(
+                    "class_conditional=True uses the certified rank method; "
+                    f"method={self.method!r} is not available for it"
+                )
             self.calibration_: PrivateCalibration | ClassConditionalCalibration = (
                 calibrate_by_class(
                     scores,
@@ -190,7 +203,12 @@ class PrivateConformalClassifier(_PrivateConformalBase):
             self.threshold_ = self.calibration_.threshold_array()
         else:
             self.calibration_ = calibrate(
-                scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins, random_state=self._rng()
+                scores,
+                alpha=alpha,
+                epsilon=epsilon,
+                n_bins=self.n_bins,
+                method=self.method,
+                random_state=self._rng(),
             )
             self.threshold_ = self.calibration_.threshold
         self.privacy_report_: PrivacyReport = self.calibration_.privacy_report

@@ -66,6 +66,8 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         large a bound coarsens the grid (steps of ``B/m``). Never compute it from the
         calibration data.
     n_bins : "auto" or int, default "auto"
+    method : {"certified", "paper"}, default "certified"
+        Calibration method of :func:`dpuq.calibrate` (the certified level, or Algorithm 3).
     prefit : bool, default True
         If False, ``fit(X, y)`` trains the estimator(s) first.
     random_state : None, int or numpy.random.Generator
@@ -111,6 +113,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         score: str = "absolute",
         bound: float,
         n_bins: int | str = "auto",
+        method: str = "certified",
         prefit: bool = True,
         random_state: RandomState = None,
         n_groups: int | None = None,
@@ -121,6 +124,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         self.score = score
         self.bound = bound
         self.n_bins = n_bins
+        self.method = method
         self.prefit = prefit
         self.random_state = random_state
         self.n_groups = n_groups
@@ -200,9 +204,19 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             described = "CQR max(q_lo - y, y - q_hi) mapped to [0, 1] by (clip(r, -B, B) + B)/(2B)"
         if group_index is None:
             cal = calibrate(
-                scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins, random_state=self._rng()
+                scores,
+                alpha=alpha,
+                epsilon=epsilon,
+                n_bins=self.n_bins,
+                method=self.method,
+                random_state=self._rng(),
             )
         else:
+            if self.method != "certified":
+                raise ValueError(
+                    "n_groups uses the certified rank method; "
+                    f"method={self.method!r} is not available for it"
+                )
             cal = calibrate_by_class(
                 scores,
                 group_index,

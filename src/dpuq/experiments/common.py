@@ -142,7 +142,7 @@ METHOD_HEADER = [
     "calibration",
     "ε (calibration)",
     "bins m",
-    "level q̃",
+    "level (ρ*/n or q̃)",
     "coverage mean [5%, 95%]",
     "mean set size [5%, 95%]",
     "singletons",

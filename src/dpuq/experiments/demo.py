@@ -182,12 +182,12 @@ def _ece(probs: np.ndarray, labels: np.ndarray) -> float | None:
 def _calibration_report(n: int, epsilon: float, level: float | None, m) -> PrivacyReport:
     return PrivacyReport(
         mechanism="private split-conformal threshold (exponential mechanism over binned "
-        "quantiles, Angelopoulos et al. 2022, Algorithm 3)",
+        "quantiles, rank utility at the certified level; dpuq SPEC A.7)",
         epsilon=epsilon,
         delta=0.0,
         relation=Relation.REPLACE_ONE,
-        sensitivity="max(q̃, 1 - q̃) on the binned-quantile utility",
-        details={"n": n, "level (q̃)": level, "n_bins": m},
+        sensitivity="utility -max(L_j - rho, rho - C_j, 0) moves by at most 1",
+        details={"n": n, "level (rho/n)": level, "n_bins": m, "method": "certified"},
     )
 
 

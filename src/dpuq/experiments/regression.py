@@ -24,7 +24,7 @@ from dpuq._progress import progress
 from dpuq.conformal.calibration import UninformativeReleaseWarning, split_conformal_threshold
 from dpuq.conformal.regressor import PrivateConformalRegressor
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.quantile import auto_n_bins
+from dpuq.planning import auto_n_bins
 
 __all__ = ["RegressionRow", "format_rows", "run_regression_experiment"]
 

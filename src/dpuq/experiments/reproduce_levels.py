@@ -21,7 +21,7 @@ from dpuq.conformal.calibration import _order_statistic_rank
 from dpuq.experiments.common import markdown_table, text_table, write_results
 from dpuq.experiments.output import atomic_output_dir
 from dpuq.experiments.plots import COLOURS, new_figure, save
-from dpuq.quantile import auto_n_bins, inflated_level, min_calibration_size
+from dpuq.planning import auto_n_bins, inflated_level, min_calibration_size
 
 __all__ = ["LevelsConfig", "LevelsResult", "run_levels"]
 
@@ -61,7 +61,7 @@ def nonprivate_level(n: int, alpha: float) -> float:
 
 
 def _point(n: int, alpha: float, eps: float) -> tuple[float, float, float]:
-    m, g = auto_n_bins(n, alpha, eps)
+    m, g = auto_n_bins(n, alpha, eps, method="paper")
     return inflated_level(n, alpha, eps, m, g), float(m), g
 
 
@@ -154,7 +154,9 @@ def write_levels(result: LevelsResult, out: str | Path, command: str) -> Path:
             q = result.by_eps[n][j, 0]
             cells.append(f"{q:.4f}" if q < 1 else "≥ 1 (full sets)")
         eps_rows.append(cells)
-    need = ", ".join(f"ε = {e:g}: n ≥ {min_calibration_size(c.alpha, e)}" for e in c.epsilons)
+    need = ", ".join(
+        f"ε = {e:g}: n ≥ {min_calibration_size(c.alpha, e, method='paper')}" for e in c.epsilons
+    )
     with atomic_output_dir(out) as tmp:
         save(figure(result), tmp / "figure3_levels.png")
         body = "\n".join(

@@ -281,7 +281,10 @@ def _reading(result: MedicalResult) -> str:
         f"{1 - result.config.alpha:.2f}), with mean size {private.mean_size.mean():.2f} "
         f"against {base.mean_size.mean():.2f}."
     )
-    if private.coverage.mean() - (1 - result.config.alpha) > 0.02:
+    if (
+        settings.get("method") == "paper"
+        and private.coverage.mean() - (1 - result.config.alpha) > 0.02
+    ):
         text += (
             f" Two things lift it above the target: the level q̃ = {settings['level']:.4f} "
             "(the margin for the noise), and the mechanism itself: its utility "

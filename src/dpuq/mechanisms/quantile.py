@@ -386,8 +386,9 @@ def private_quantile_from_counts(
     """One ε-DP release from the bin counts ``c_1..c_m`` of the scores on ``bin_edges(m)``.
 
     The same law as :func:`private_quantile` (``n = sum(counts)``, public), drawn by the same
-    row sampler; for callers that count the bins themselves (e.g. out-of-core data). Counts
-    must come from :func:`bin_index` on :func:`bin_edges` (the coverage identity).
+    code (the counts are expanded back to the sorted bins of the scores); for callers that
+    count the bins themselves (e.g. out-of-core data). Counts must come from
+    :func:`bin_index` on :func:`bin_edges` (the coverage identity).
 
     Examples
     --------
@@ -405,7 +406,7 @@ def private_quantile_from_counts(
     edges = bin_edges(c.size)
     if _uninformative(q, utility):
         return 1.0
-    at_or_below = np.cumsum(c.astype(np.int64))[None, :]
-    lw = _log_weights(at_or_below - c, at_or_below, int(at_or_below[0, -1]), q, eps, utility)
-    j = sample_log_weights_rows(lw, check_random_state(random_state))
-    return float(edges[int(np.asarray(j)[0])])
+    occupied = np.flatnonzero(c)
+    bins = np.repeat(occupied, c[occupied])[None, :]  # the scores' bins, sorted
+    j = _draw_bins(bins, c.size, q, eps, utility, check_random_state(random_state))
+    return float(edges[int(j[0])])

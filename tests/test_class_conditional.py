@@ -205,6 +205,7 @@ def test_empty_and_three_point_classes_give_mostly_full_sets():
     assert np.mean(draws[:, 2]) < 0.7  # the large class is informative
 
 
+@pytest.mark.filterwarnings("ignore::dpuq.UninformativeReleaseWarning")
 def test_release_holds_public_values_only():
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 4, size=500)
@@ -263,6 +264,7 @@ def test_uninformative_warning_names_only_public_values():
     assert len(cal.thresholds) == 2
 
 
+@pytest.mark.filterwarnings("ignore::dpuq.UninformativeReleaseWarning")
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

@@ -153,6 +153,7 @@ def run_experiment(config: ClassConditionalConfig, probs=None, labels=None) -> d
             "size": np.nanmean(size[i], axis=0).tolist(),
             "overall_coverage": float(overall[i, :, 0].mean()),
             "overall_size": float(overall[i, :, 1].mean()),
+            "overall_size_se": float(overall[i, :, 1].std(ddof=1) / math.sqrt(config.n_splits)),
             "min_class_coverage": float(np.nanmin(np.nanmean(cov[i], axis=0))),
         }
     return result
@@ -172,7 +173,10 @@ def format_table(result: dict) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     cells = ["**all**", f"{sum(result['mean_calibration_counts']):.0f}"]
     for m in methods.values():
-        cells += [f"{m['overall_coverage']:.3f}", f"{m['overall_size']:.2f}"]
+        size = f"{m['overall_size']:.2f}" + (
+            f" ± {m['overall_size_se']:.2f}" if "overall_size_se" in m else ""
+        )
+        cells += [f"{m['overall_coverage']:.3f}", size]
     lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

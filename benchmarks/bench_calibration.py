@@ -17,6 +17,16 @@ def main() -> None:
     rows = [
         ("auto_n_bins(30000, 0.1, 1.0)", lambda: dpuq.auto_n_bins(30_000, 0.1, 1.0), 0.25),
         (
+            "auto_n_bins(30000, 0.1, 1.0, method='paper')",
+            lambda: dpuq.auto_n_bins(30_000, 0.1, 1.0, method="paper"),
+            0.25,
+        ),
+        (
+            "auto_n_bins(10**6, 0.1, 1.0)",
+            lambda: dpuq.auto_n_bins(10**6, 0.1, 1.0),
+            None,
+        ),
+        (
             "calibrate(n=30000, n_bins=10**6)",
             lambda: dpuq.calibrate(scores, alpha=0.1, epsilon=1.0, n_bins=10**6, random_state=1),
             0.030,

@@ -8,6 +8,7 @@ releases); an int or Generator makes a run reproducible (for experiments and tes
 
 from dpuq._validation import NotFittedError
 from dpuq.conformal import (
+    ClassConditionalCalibration,
     PrivateCalibration,
     PrivateConformalClassifier,
     PrivateConformalRegressor,
@@ -16,6 +17,7 @@ from dpuq.conformal import (
     absolute_residual_scores,
     aps_scores,
     calibrate,
+    calibrate_by_class,
     coverage_upper_bound,
     cqr_intervals,
     cqr_scores,
@@ -105,6 +107,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "BudgetExceededError",
+    "ClassConditionalCalibration",
     "ConceptList",
     "ConfidenceInterval",
     "DecisionStumps",
@@ -128,6 +131,7 @@ __all__ = [
     "aps_scores",
     "auto_n_bins",
     "calibrate",
+    "calibrate_by_class",
     "certified_level",
     "coverage",
     "coverage_by_set_size",

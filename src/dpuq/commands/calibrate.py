@@ -158,6 +158,9 @@ def register(subparsers) -> None:
         help="seed for a reproducible run: experiments only, since anyone who knows the seed "
         "can undo the noise (default: fresh OS entropy)",
     )
+    from dpuq.commands.class_conditional import HELP as CLASS_CONDITIONAL_HELP
+
+    release.add_argument("--class-conditional", action="store_true", help=CLASS_CONDITIONAL_HELP)
     out = p.add_argument_group("output")
     out.add_argument(
         "-o", "--output", required=True, metavar="FILE.json", help="where to write the release"
@@ -319,6 +322,10 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_path(args.output, "-o", (".json",), force=args.force)
     alpha = check_alpha(args.alpha, "--alpha")
     epsilon = check_epsilon(args.epsilon, "--epsilon")
+    if getattr(args, "class_conditional", False):
+        from dpuq.commands.class_conditional import run_calibrate
+
+        return run_calibrate(args, out, alpha, epsilon)
     scores, meta = calibration_scores(args)
     ledger = open_ledger(args)
     if args.seed is not None:

@@ -71,8 +71,17 @@ def _field(cal: dict, key: str, label: str):
 def load_calibration(path: str) -> dict[str, Any]:
     """Read and check a calibration JSON written by ``dpuq calibrate`` (or ``save``): format
     version, threshold on its grid, fields that agree (:mod:`dpuq.conformal.release_io`)."""
-    from dpuq.conformal.release_io import read_calibration
+    from dpuq.conformal.release_io import CALIBRATION_FORMAT, read_calibration
+    from dpuq.io import read_json
 
+    label = f"--calibration {path!r}"
+    raw = read_json(path, "--calibration")
+    if isinstance(raw, dict) and raw.get("class_conditional"):
+        if raw.get("format") != CALIBRATION_FORMAT:
+            raise ValueError(f"{label}: not a dpuq calibration file (format {raw.get('format')!r})")
+        from dpuq.commands.class_conditional import check_calibration
+
+        return check_calibration(raw, label)
     return read_calibration(path, "--calibration")
 
 
@@ -101,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
 
     out = check_output_path(args.output, "-o", (".csv", ".json", ".npy"), force=args.force)
     cal = load_calibration(args.calibration)
+    if cal.get("class_conditional"):
+        from dpuq.commands.class_conditional import run_predict
+
+        return run_predict(args, cal, out)
     task, score = cal["task"], cal["score"]
     name, threshold = score["name"], float(cal["threshold"])
     full = "" if cal.get("informative", threshold < 1.0) else " (uninformative release)"

@@ -7,6 +7,7 @@ from dpuq.conformal.calibration import (
     coverage_upper_bound,
     split_conformal_threshold,
 )
+from dpuq.conformal.class_conditional import ClassConditionalCalibration, calibrate_by_class
 from dpuq.conformal.classifier import PrivateConformalClassifier
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
@@ -19,6 +20,7 @@ from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores
 from dpuq.conformal.sets import prediction_sets
 
 __all__ = [
+    "ClassConditionalCalibration",
     "PrivateCalibration",
     "PrivateConformalClassifier",
     "PrivateConformalRegressor",
@@ -27,6 +29,7 @@ __all__ = [
     "absolute_residual_scores",
     "aps_scores",
     "calibrate",
+    "calibrate_by_class",
     "coverage_upper_bound",
     "cqr_intervals",
     "cqr_scores",

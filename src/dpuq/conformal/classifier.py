@@ -9,6 +9,11 @@ import numpy as np
 from dpuq._validation import check_epsilon, check_probabilities
 from dpuq.conformal._base import _PrivateConformalBase
 from dpuq.conformal.calibration import PrivateCalibration, calibrate
+from dpuq.conformal.class_conditional import (
+    ClassConditionalCalibration,
+    calibrate_by_class,
+    class_prediction_sets,
+)
 from dpuq.conformal.scores import score_function
 from dpuq.conformal.sets import prediction_sets
 from dpuq.ledger import charge
@@ -51,11 +56,15 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         private threshold can separate them (docs/calibration.md).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments only.
+    class_conditional : bool, default False
+        Release one threshold per class (:func:`dpuq.calibrate_by_class`): coverage
+        ``>= confidence_level`` for every class, not only on average; still ε-DP under
+        replace-one in total. Classes with few calibration points get large sets.
 
     Attributes
     ----------
-    threshold_ : float
-    calibration_ : PrivateCalibration
+    threshold_ : float, or ndarray of shape (n_classes,) when ``class_conditional``
+    calibration_ : PrivateCalibration or ClassConditionalCalibration
     privacy_report_ : PrivacyReport
     classes_ : ndarray
 
@@ -86,6 +95,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         prefit: bool = True,
         score_params: dict | None = None,
         random_state: RandomState = None,
+        class_conditional: bool = False,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
@@ -96,6 +106,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         self.prefit = prefit
         self.score_params = score_params
         self.random_state = random_state
+        self.class_conditional = class_conditional
 
     # ------------------------------------------------------------------ helpers
     def _proba(self, X) -> np.ndarray:
@@ -179,15 +190,34 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         scores = self._score_matrix(probs, labels)
         what = "PrivateConformalClassifier.conformalize"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
-        self.calibration_: PrivateCalibration = calibrate(
-            scores,
-            alpha=alpha,
-            epsilon=epsilon,
-            n_bins=self.n_bins,
-            method=self.method,
-            random_state=self._rng() if self.random_state is not None else None,
-        )
-        self.threshold_ = self.calibration_.threshold
+        if self.class_conditional:
+            if self.method != "certified":
+                raise ValueError(
+                    "class_conditional=True uses the certified rank method; "
+                    f"method={self.method!r} is not available for it"
+                )
+            self.calibration_: PrivateCalibration | ClassConditionalCalibration = (
+                calibrate_by_class(
+                    scores,
+                    labels,
+                    len(self.classes_),
+                    alpha=alpha,
+                    epsilon=epsilon,
+                    n_bins=self.n_bins,
+                    random_state=None if self.random_state is None else self._rng(),
+                )
+            )
+            self.threshold_ = self.calibration_.threshold_array()
+        else:
+            self.calibration_ = calibrate(
+                scores,
+                alpha=alpha,
+                epsilon=epsilon,
+                n_bins=self.n_bins,
+                method=self.method,
+                random_state=None if self.random_state is None else self._rng(),
+            )
+            self.threshold_ = self.calibration_.threshold
         self.privacy_report_: PrivacyReport = self.calibration_.privacy_report
         self.n_calibration_ = self.calibration_.n
         return self
@@ -206,4 +236,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     def predict_set(self, X) -> np.ndarray:
         """Boolean prediction sets of shape (n, n_classes), columns in ``classes_`` order."""
         self._check_conformalized()
-        return prediction_sets(self._score_matrix(self._proba(X)), self.threshold_)
+        matrix = self._score_matrix(self._proba(X))
+        if np.ndim(self.threshold_):  # class-conditional: column y against threshold_[y]
+            return class_prediction_sets(matrix, self.threshold_)
+        return prediction_sets(matrix, self.threshold_)

@@ -10,6 +10,7 @@ import numpy as np
 from dpuq._validation import check_array_1d, check_epsilon
 from dpuq.conformal._base import _PrivateConformalBase
 from dpuq.conformal.calibration import PrivateCalibration, calibrate
+from dpuq.conformal.class_conditional import calibrate_by_class, check_groups, grouped_intervals
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -72,11 +73,17 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         If False, ``fit(X, y)`` trains the estimator(s) first.
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments only.
+    n_groups : int, optional
+        Number of public groups (e.g. sites) for group-conditional intervals: then
+        ``conformalize`` and ``predict_interval`` take ``groups=`` (integers
+        ``0..n_groups-1``), one threshold is released per group with
+        :func:`dpuq.calibrate_by_class` (coverage for every group; ε-DP under replace-one in
+        total), and each point gets its group's interval.
 
     Attributes
     ----------
-    threshold_ : float
-        Released threshold in [0, 1].
+    threshold_ : float, or ndarray of shape (n_groups,) with ``n_groups``
+        Released threshold(s) in [0, 1].
     calibration_ : PrivateCalibration
     privacy_report_ : PrivacyReport
     n_calibration_ : int
@@ -110,6 +117,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         method: str = "certified",
         prefit: bool = True,
         random_state: RandomState = None,
+        n_groups: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
@@ -120,6 +128,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         self.method = method
         self.prefit = prefit
         self.random_state = random_state
+        self.n_groups = n_groups
 
     # ------------------------------------------------------------------ helpers
     def _check_score(self) -> str:
@@ -173,15 +182,19 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 est.fit(X, y)
         return self
 
-    def conformalize(self, X_cal, y_cal, *, ledger=None, dataset=None) -> PrivateConformalRegressor:
+    def conformalize(
+        self, X_cal, y_cal, groups=None, *, ledger=None, dataset=None
+    ) -> PrivateConformalRegressor:
         """Release the ε-DP threshold from calibration data; returns self.
 
-        The calibration data and their scores are not kept. With ``ledger``/``dataset``
-        (:class:`dpuq.Ledger` or its path, and a data set name) ε is charged to the data set's
-        budget before any noise is drawn, or the release is refused.
+        ``groups``: the calibration points' groups when ``n_groups`` is set. The calibration
+        data and their scores are not kept. With ``ledger``/``dataset`` (:class:`dpuq.Ledger`
+        or its path, and a data set name) ε is charged to the data set's budget before any noise
+        is drawn, or the release is refused.
         """
         epsilon, alpha, bound = self._check_params()
         y = check_array_1d(y_cal, "y_cal")
+        group_index = check_groups(groups, self.n_groups, y.size)
         if self.score == "absolute":
             pred = self._point(X_cal)
             if pred.size != y.size:
@@ -196,19 +209,39 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             described = "CQR max(q_lo - y, y - q_hi) mapped to [0, 1] by (clip(r, -B, B) + B)/(2B)"
         what = "PrivateConformalRegressor.conformalize"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
-        cal = calibrate(
-            scores,
-            alpha=alpha,
-            epsilon=epsilon,
-            n_bins=self.n_bins,
-            method=self.method,
-            random_state=self._rng() if self.random_state is not None else None,
-        )
+        if group_index is None:
+            cal = calibrate(
+                scores,
+                alpha=alpha,
+                epsilon=epsilon,
+                n_bins=self.n_bins,
+                method=self.method,
+                random_state=None if self.random_state is None else self._rng(),
+            )
+        else:
+            if self.method != "certified":
+                raise ValueError(
+                    "n_groups uses the certified rank method; "
+                    f"method={self.method!r} is not available for it"
+                )
+            cal = calibrate_by_class(
+                scores,
+                group_index,
+                self.n_groups,
+                alpha=alpha,
+                epsilon=epsilon,
+                n_bins=self.n_bins,
+                random_state=None if self.random_state is None else self._rng(),
+            )
         details = dict(cal.privacy_report.details)
         details.update({"score": described, "bound (public)": bound})
         report = dataclasses.replace(cal.privacy_report, details=details)
         self.calibration_: PrivateCalibration = dataclasses.replace(cal, privacy_report=report)
-        self.threshold_ = self.calibration_.threshold
+        self.threshold_ = (
+            self.calibration_.threshold
+            if group_index is None
+            else self.calibration_.threshold_array()
+        )
         self.privacy_report_: PrivacyReport = report
         self.n_calibration_ = self.calibration_.n
         self.bound_ = bound
@@ -222,12 +255,22 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             return self._point(X)
         return self._quantiles(X).mean(axis=1)
 
-    def predict_interval(self, X) -> np.ndarray:
+    def predict_interval(self, X, groups=None) -> np.ndarray:
         """Prediction intervals of shape (n, 2): columns lower, upper.
 
-        ``(-inf, inf)`` rows when the release was uninformative (threshold 1).
+        ``(-inf, inf)`` rows when the release was uninformative (threshold 1). With
+        ``n_groups``, ``groups`` gives each row's group and the row gets its group's interval.
         """
         self._check_conformalized()
+        if np.ndim(self.threshold_):  # group-conditional release
+            if self.score_ == "absolute":
+                fn, pred = absolute_residual_intervals, self._point(X)
+            else:
+                fn, pred = cqr_intervals, self._quantiles(X)
+            g = check_groups(groups, self.threshold_.size, pred.shape[0], required=True)
+            return grouped_intervals(fn, pred, g, self.threshold_, bound=self.bound_)
+        if groups is not None:
+            raise ValueError("groups= needs a regressor conformalized with n_groups")
         if self.score_ == "absolute":
             return absolute_residual_intervals(self._point(X), self.threshold_, bound=self.bound_)
         return cqr_intervals(self._quantiles(X), self.threshold_, bound=self.bound_)

@@ -115,6 +115,7 @@ class DemoResult:
     examples: list[dict] = field(default_factory=list)
     pool_images: np.ndarray | None = None
     pool_labels: np.ndarray | None = None
+    class_table: list[dict] = field(default_factory=list)  # per-class: marginal vs Mondrian
 
 
 # ---------------------------------------------------------------------------------- data
@@ -378,6 +379,12 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
         pool_labels=labels,
     )
     result.examples = _pick_examples(result, splits, rng)
+    from dpuq.experiments.class_conditional import demo_class_table
+
+    result.class_table = demo_class_table(
+        models[-1].probs, labels, splits, alpha=alpha, epsilon=eps_cal, rng=rng,
+        class_names=data.classes,
+    )  # fmt: skip
     result.elapsed_s = time.perf_counter() - start
     return result
 

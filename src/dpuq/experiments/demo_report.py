@@ -123,6 +123,16 @@ def _caveats(result) -> list[str]:
     ]
 
 
+def _class_details(result) -> list[tuple[str, str]]:
+    """Per-class coverage and size, marginal vs class-conditional private sets."""
+    from dpuq.experiments.class_conditional import format_class_table
+
+    if not getattr(result, "class_table", None):
+        return []
+    title = f"Coverage class by class: marginal vs class-conditional ({result.models[-1].name})"
+    return [(title, format_class_table(result.class_table))]
+
+
 def write(result, out: str | Path, command: str, show_progress: bool = False) -> Path:
     """Write the report folder atomically; return the path of ``report.html``."""
     from dpuq.experiments.demo import TABLE_HEADER, format_demo, privacy_text, table_rows
@@ -189,6 +199,7 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
         caveats=_caveats(result),
         details=[
             ("Terminal summary", format_demo(result)),
+            *_class_details(result),
             ("Command", command),
             *[
                 (f"Privacy report: {m.name}", str(m.privacy))

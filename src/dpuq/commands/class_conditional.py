@@ -1,0 +1,141 @@
+"""``dpuq calibrate --class-conditional`` and its ``dpuq predict`` side: one threshold per class.
+
+Kept apart from :mod:`dpuq.commands.calibrate` and :mod:`dpuq.commands.predict`, which call in
+here through one line each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import numpy as np
+
+HELP = (
+    "release one threshold per class (Mondrian sets: coverage >= 1 - alpha for every class, "
+    "epsilon-DP in total); needs --probs and --labels"
+)
+
+
+def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -> int:
+    """The body of ``dpuq calibrate --class-conditional`` (inputs checked before the release)."""
+    from dpuq import __version__
+    from dpuq.commands.calibrate import (
+        CALIBRATION_FORMAT,
+        CALIBRATION_FORMAT_VERSION,
+        calibration_scores,
+        input_mode,
+    )
+    from dpuq.conformal.class_conditional import calibrate_by_class
+    from dpuq.io import read_vector
+
+    if input_mode(args) != "classification":
+        raise ValueError("--class-conditional needs --probs FILE and --labels FILE")
+    scores, meta = calibration_scores(args)
+    labels = read_vector(args.labels, "--labels", integer=True)
+    if args.seed is not None:
+        import warnings
+
+        warnings.warn(
+            "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
+            "use it for experiments only, never for a release",
+            UserWarning,
+            stacklevel=1,
+        )
+    from contextlib import nullcontext
+
+    from dpuq._atomic import release_file
+    from dpuq.commands.budget import open_ledger
+    from dpuq.io import json_text
+
+    ledger = open_ledger(args)
+    seeded = args.seed is not None
+    what = f"dpuq calibrate --class-conditional (classification, score {meta['score']['name']})"
+    # the same order as every release: lock the output, charge the ledger, release, write
+    with release_file(out, force=args.force, name="-o") as pending:
+        spend = (
+            ledger.spend(args.dataset, epsilon, what=what, output=out, seeded=seeded)
+            if ledger is not None
+            else nullcontext()
+        )
+        with spend:
+            cal = calibrate_by_class(
+                scores,
+                labels,
+                meta["n_classes"],
+                alpha=alpha,
+                epsilon=epsilon,
+                n_bins=args.bins,
+                random_state=args.seed,
+            )
+            record = {
+                "format": CALIBRATION_FORMAT,
+                "format_version": CALIBRATION_FORMAT_VERSION,
+                "dpuq_version": __version__,
+                **meta,
+                "confidence_level": 1.0 - cal.alpha,
+                **cal.to_dict(),
+                "seeded": seeded,
+            }
+            pending.write_text(json_text(record))
+            pending.commit()
+    shown = ", ".join(f"{t:.4g}" for t in cal.thresholds)
+    print(
+        f"released {cal.n_classes} class thresholds [{shown}] from n = {cal.n} calibration "
+        f"scores at alpha = {cal.alpha:g} per class, epsilon = {cal.epsilon:g} in total "
+        f"(replace-one, pure DP)\nbins m = {cal.n_bins}, padding P = {cal.pad}; a threshold of "
+        f"1 puts that class in every set\nwrote {out}",
+        file=sys.stdout,
+    )
+    return 0
+
+
+def check_calibration(cal: dict[str, Any], label: str) -> dict[str, Any]:
+    """Check the class-conditional fields of a calibration JSON; returns it."""
+    if cal.get("task") != "classification":
+        raise ValueError(f"{label}: class-conditional calibrations are for classification")
+    k = cal.get("n_classes")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise ValueError(f"{label}: n_classes must be an integer >= 2, got {k!r}")
+    t = cal.get("thresholds")
+    if (
+        not isinstance(t, list)
+        or len(t) != k
+        or any(isinstance(v, bool) or not isinstance(v, int | float) for v in t)
+        or not all(0.0 <= v <= 1.0 for v in t)
+    ):
+        raise ValueError(f"{label}: thresholds must be a list of {k} numbers in [0, 1]")
+    return cal
+
+
+def run_predict(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
+    """Prediction sets from a class-conditional calibration: label y against ``thresholds[y]``."""
+    from dpuq._validation import check_probabilities
+    from dpuq.commands.calibrate import CLASSIFICATION_SCORES
+    from dpuq.conformal.class_conditional import class_prediction_sets
+    from dpuq.conformal.scores import score_function
+    from dpuq.io import read_matrix, write_sets
+
+    score = cal.get("score", {})
+    name = score.get("name") if isinstance(score, dict) else None
+    if name not in CLASSIFICATION_SCORES:
+        raise ValueError(f"--calibration: unknown classification score {name!r}")
+    if args.probs is None or args.scores is not None or args.predictions is not None:
+        raise ValueError(f"this calibration is class-conditional (score {name}): pass --probs FILE")
+    probs = check_probabilities(read_matrix(args.probs, "--probs"), f"--probs {args.probs!r}")
+    if probs.shape[1] != cal["n_classes"]:
+        raise ValueError(
+            f"--probs {args.probs!r} has {probs.shape[1]} classes but the calibration has "
+            f"{cal['n_classes']}"
+        )
+    params = {k: v for k, v in score.items() if k != "name"}
+    sets = class_prediction_sets(score_function(name)(probs, **params), cal["thresholds"])
+    write_sets(out, sets, list(range(sets.shape[1])))
+    sizes = sets.sum(axis=1)
+    print(
+        f"{sets.shape[0]} class-conditional prediction sets; mean size {sizes.mean():.3g} of "
+        f"{sets.shape[1]}, empty {np.mean(sizes == 0):.1%}\nwrote {out}",
+        file=sys.stdout,
+    )
+    return 0

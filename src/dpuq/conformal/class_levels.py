@@ -1,0 +1,223 @@
+"""Data-free planning of class-conditional sets: the padded certificate, the rank schedule
+ρ(n), the padding count P and the bins m.
+
+Everything here uses only public quantities (``alpha``, ``epsilon``, the bins, the total
+``n`` and ``K``); the class sizes enter only inside the mechanism
+(:mod:`dpuq.mechanisms.class_thresholds`), through the schedule computed here.
+
+Certificate. Per class, ``ε_c = ε/2``; with ``g(t) = 1 / (1 + (m-1) exp(-ε_c t / 2))``,
+``cert(n, ρ) = (1/(n+1)) Σ_{k=1..n+1} g(ρ - k + 1)`` lower-bounds the coverage of a new point of
+a class with ``n`` calibration points, for any ``0 <= ρ <= n + P``: the test point's rank k
+among the ``n + 1`` real scores is uniform, and given it the released bin falls below the test
+point's bin with probability at most ``r_k / (1 + r_k)``, ``r_k = (m-1) exp(-(ε_c/2)(ρ-k+1))``
+(proof in ``docs/class_conditional.md``). The term ``k = n + 1`` is what the padding buys:
+with it, ``cert -> 1`` as ρ grows, so every class size, 0 included, has a valid level.
+
+Schedule. ``ρ*(n)`` = the smallest integer ρ with ``cert(n, ρ) >= 1 - alpha``. For fixed ρ,
+``cert(n+1, ρ) <= cert(n, ρ)`` (the added term ``g(ρ - n - 1)`` is the smallest), so ρ* is
+nondecreasing; for fixed ``d``, ``cert(n, n + 1 - d)`` is an average of ``g(1-d), ..., g(n+1-d)``
+that only grows with n, so ``ρ*(n) - n`` is nonincreasing: steps of ρ* are 0 or 1. ρ* is thus
+already its smallest nondecreasing 1-Lipschitz majorant; the code still applies the majorant,
+in exact integer arithmetic, so that the privacy proof's assumptions never rest on rounding.
+Padding ``P = ρ*(0)``, the smallest integer with ``g(P) >= 1 - alpha``, about
+``(2/ε_c) log((m-1)(1-alpha)/alpha)``; then ``ρ(n) <= n + P`` for every n.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import expit
+
+from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+
+__all__ = [
+    "auto_class_bins",
+    "class_padding",
+    "class_rank_schedule",
+    "padded_coverage_certificate",
+]
+
+#: Certificates are compared with ``1 - alpha + _SLACK`` so float rounding never decides.
+_SLACK = 1e-9
+#: Candidate bin counts for :func:`auto_class_bins`: 40 log-spaced values from 4 up to
+#: ``max(2000, 10 * n/K)`` (at most 10^6).
+_GRID_POINTS = 40
+
+
+def _bin_grid(typical: int) -> np.ndarray:
+    top = min(10**6, max(2000, 10 * typical))
+    return np.unique(np.round(np.geomspace(4, top, _GRID_POINTS)).astype(int))
+
+
+def _g(t, epsilon_class: float, m: int):
+    """``1 / (1 + (m-1) exp(-ε_c t / 2))``, computed as a logistic function."""
+    return expit(epsilon_class * np.asarray(t, dtype=float) / 2.0 - math.log(m - 1))
+
+
+def _check(alpha, epsilon, n_bins) -> tuple[float, float, int]:
+    a = check_alpha(alpha)
+    eps = check_epsilon(epsilon)
+    m = check_positive_int(n_bins, "n_bins", minimum=2)
+    return a, eps / 2.0, m
+
+
+def padded_coverage_certificate(n: int, rank: float, *, epsilon: float, n_bins: int) -> float:
+    """Coverage lower bound of one class with ``n`` points at target rank ``rank``.
+
+    ``cert(n, ρ) = (1/(n+1)) Σ_{k=1..n+1} 1 / (1 + (m-1) exp(-(ε/4)(ρ - k + 1)))`` (``ε/2`` per
+    class, and ``ε_c/2`` in the exponent), valid for ``0 <= ρ <= n + P``; see the module
+    docstring.
+
+    Parameters
+    ----------
+    n : int
+        Class size (>= 0).
+    rank : float
+        Target rank ρ >= 0.
+    epsilon : float
+        Privacy parameter of the whole release (replace-one); each class uses ``ε/2``.
+    n_bins : int
+        ``m >= 2``.
+
+    Examples
+    --------
+    >>> round(padded_coverage_certificate(0, 30.0, epsilon=1.0, n_bins=10), 4)
+    0.995
+    """
+    k = check_positive_int(n, "n", minimum=0)
+    eps_c = check_epsilon(epsilon) / 2.0
+    m = check_positive_int(n_bins, "n_bins", minimum=2)
+    terms = _g(float(rank) - np.arange(k + 1), eps_c, m)
+    return float(math.fsum(terms.tolist()) / (k + 1))
+
+
+def class_padding(alpha: float, epsilon: float, n_bins: int) -> int:
+    """``P``: the smallest integer with ``g(P) >= 1 - alpha`` (= ρ(0), the empty class's rank).
+
+    Examples
+    --------
+    >>> class_padding(0.1, 1.0, 10)
+    18
+    """
+    a, eps_c, m = _check(alpha, epsilon, n_bins)
+    target = 1.0 - a + _SLACK
+    p = max(0, math.ceil(2.0 / eps_c * math.log((m - 1) * (1.0 - a) / a)))
+    while p > 0 and _g(p - 1, eps_c, m) >= target:
+        p -= 1
+    while _g(p, eps_c, m) < target:
+        p += 1
+    return int(p)
+
+
+def class_rank_schedule(
+    max_size: int, *, alpha: float, epsilon: float, n_bins: int
+) -> tuple[np.ndarray, int]:
+    """The rank schedule ``ρ(0..max_size)`` and the padding ``P`` (module docstring).
+
+    Vectorised over all sizes: the certificate sums are differences of one cumulative sum of
+    ``g`` over the integers (terms below ``-max_size - 1`` are left out, which only lowers the
+    certificate), and each ρ(n) is found by a bisection run for all n at once.
+
+    Parameters
+    ----------
+    max_size : int
+        Largest class size covered by the window (the public total n); the mechanism extends
+        the schedule by ``ρ(W) + (n - W)`` beyond it.
+    alpha, epsilon, n_bins :
+        Miscoverage in (0, 0.5], the whole release's ε (each class uses ε/2), bins m.
+
+    Returns
+    -------
+    schedule : ndarray of int64, shape (max_size + 1,)
+        Nondecreasing, steps 0 or 1, ``schedule[n] <= n + pad``.
+    pad : int
+
+    Examples
+    --------
+    >>> rho, pad = class_rank_schedule(200, alpha=0.1, epsilon=2.0, n_bins=20)
+    >>> pad, int(rho[0]), int(rho[200])
+    (11, 11, 187)
+    """
+    w = check_positive_int(max_size, "max_size", minimum=0)
+    a, eps_c, m = _check(alpha, epsilon, n_bins)
+    pad = class_padding(a, 2.0 * eps_c, m)
+    t0 = -(w + 1)  # smallest t kept; G[i] = sum of g(t) for t0 <= t < t0 + i
+    g = _g(np.arange(t0, w + pad + 1), eps_c, m)
+    cum = np.concatenate(([0.0], np.cumsum(g)))
+    n = np.arange(w + 1)
+    target = (1.0 - a + _SLACK) * (n + 1)
+
+    def ok(r):  # sum_{t = r-n}^{r} g(t) >= target
+        return cum[r - t0 + 1] - cum[r - n - t0] >= target
+
+    lo = np.full(w + 1, -1, dtype=np.int64)  # fails (or below the range)
+    hi = n + pad  # holds: every term is >= g(pad) >= 1 - alpha
+    while np.any(hi - lo > 1):
+        mid = (lo + hi) // 2
+        good = ok(np.maximum(mid, 0))
+        hi = np.where(good, mid, hi)
+        lo = np.where(good, lo, mid)
+    # smallest nondecreasing 1-Lipschitz majorant, exact on integers
+    later = np.maximum.accumulate((hi - n)[::-1])[::-1] + n
+    schedule = np.maximum(np.maximum.accumulate(hi), later)
+    return schedule.astype(np.int64), pad
+
+
+def _rank_star(n: int, alpha: float, epsilon_class: float, m: int, pad: int) -> int:
+    """``ρ*(n)`` alone, by bisection on integers, for the bin search only (the mechanism's
+    schedule comes from :func:`class_rank_schedule`). Uses the certified method's rounded-down
+    certificate (:func:`dpuq.planning._cert`, ranks 1..n) plus the top-rank term."""
+    from dpuq.planning import _cert
+
+    def ok(r: int) -> bool:
+        top = float(_g(r - n, epsilon_class, m)) / (n + 1)
+        below = _cert(n, float(r), epsilon_class, m) if n else 0.0
+        return below + top >= 1.0 - alpha + _SLACK
+
+    lo, hi = -1, n + pad  # ok(n + pad) holds: every term is >= g(pad) >= 1 - alpha
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+def _expected_uniform_threshold(n: int, alpha: float, epsilon: float, m: int) -> float:
+    """``E[T]`` of one class of ``n`` evenly spread scores, from the exact law."""
+    from dpuq.mechanisms.class_thresholds import _class_log_weights
+    from dpuq.mechanisms.quantile import bin_edges, bin_index
+
+    pad = class_padding(alpha, epsilon, m)
+    schedule = np.full(n + 1, _rank_star(n, alpha, epsilon / 2.0, m, pad), dtype=np.int64)
+    edges = bin_edges(m)
+    scores = (np.arange(n) + 0.5) / max(n, 1)
+    counts = np.bincount(bin_index(scores, edges), minlength=m)[None, :]
+    lw = _class_log_weights(counts, schedule, pad, epsilon)[0]
+    p = np.exp(lw - lw.max())
+    return float(p @ edges / p.sum())
+
+
+def auto_class_bins(n: int, n_classes: int, alpha: float, epsilon: float) -> int:
+    """Data-free bins for class-conditional sets: the m of a log-spaced grid (4 to
+    ``max(2000, 10 n/K)``) that minimises the expected threshold of a class of ``n / K``
+    evenly spread scores under the exact law (ties: the smaller m).
+
+    One m for all classes, from public ``n`` and ``K`` only (a per-class m would read ``n_y``).
+
+    Examples
+    --------
+    >>> auto_class_bins(10000, 10, 0.1, 1.0)
+    81
+    """
+    n = check_positive_int(n, "n", minimum=0)
+    k = check_positive_int(n_classes, "n_classes", minimum=2)
+    a, eps_c, _ = _check(alpha, epsilon, 2)
+    typical = max(1, n // k)
+    grid = _bin_grid(typical)
+    best, best_m = math.inf, int(grid[0])
+    for m in grid:
+        value = _expected_uniform_threshold(typical, a, 2.0 * eps_c, int(m))
+        if value < best - 1e-12:
+            best, best_m = value, int(m)
+    return best_m

@@ -5,6 +5,7 @@ from dpuq.mechanisms.exponential import (
     exponential_mechanism_log_probabilities,
     exponential_mechanism_probabilities,
     sample_log_weights,
+    sample_log_weights_rows,
 )
 from dpuq.mechanisms.laplace import (
     laplace_cdf,
@@ -28,4 +29,5 @@ __all__ = [
     "laplace_scale",
     "laplace_tail_bound",
     "sample_log_weights",
+    "sample_log_weights_rows",
 ]

@@ -498,7 +498,9 @@ def test_ensemble_cdf_is_informative_at_large_n():
         ci = private_confidence_interval(
             x, alpha=0.6, epsilon=10.0, bounds=BOUNDS, method="ensemble_cdf", random_state=0
         )
-    assert ci.informative and ci.lower < 0.5 < ci.upper
+    # a 40% interval misses 0.5 in most runs: one seeded run checks informativeness, not coverage
+    assert ci.informative and ci.lower < ci.estimate < ci.upper
+    assert abs(ci.estimate - 0.5) < 0.01
     assert ci.width < 0.05
     assert ci.privacy_report.epsilon == 20.0
 

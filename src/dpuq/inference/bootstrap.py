@@ -43,7 +43,7 @@ from dpuq.inference.aggregation import (
     tree_cdf,
     tree_error_bound,
 )
-from dpuq.mechanisms.laplace import laplace_scale
+from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.report import PrivacyReport, Relation
 
@@ -337,7 +337,7 @@ def _naive_release(data, bounds, stat, eps, tt, rng, eps_center=None):
     scale0 = laplace_scale(delta1, eps if eps_center is None else eps_center)
     scale_i = laplace_scale(delta1 * n**0.25, eps)
     exact = data.mean() if stat.name == "mean" else stat.of_sorted(np.sort(data))
-    theta_tilde = float(exact + rng.laplace(0.0, scale0))
+    theta_tilde = laplace_release(float(exact), scale=scale0, random_state=rng)
     chunk = max(1, 5_000_000 // n)
     stars = []
     for start in range(0, tt, chunk):  # chunks of resamples (bounded memory)
@@ -347,7 +347,7 @@ def _naive_release(data, bounds, stat, eps, tt, rng, eps_center=None):
             stars.append(data[idx].mean(axis=1))
         else:
             stars.append(stat.of_sorted(np.sort(data[idx], axis=1)))
-    theta_star = np.concatenate(stars) + rng.laplace(0.0, scale_i, size=tt)
+    theta_star = laplace_release(np.concatenate(stars), scale=scale_i, random_state=rng)
     return theta_tilde, theta_star, scale0, scale_i
 
 

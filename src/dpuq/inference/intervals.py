@@ -73,7 +73,7 @@ from dpuq.inference.estimates import (
     release_point_estimate,
     release_variance,
 )
-from dpuq.mechanisms.laplace import laplace_cdf
+from dpuq.mechanisms.laplace import laplace_cdf, laplace_noise, laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.report import PrivacyReport, Relation
 
@@ -308,8 +308,8 @@ def _ensemble_interval(
         theta_star = simulate_em_median(res, cand, e_est * math.sqrt(n / m), rng)
     else:
         raw = m_star if stat.name == "mean" else res.statistic(stat)
-        theta_star = raw + rng.laplace(0.0, est.noise_scale, size=(s, tt))
-    v_star = (v_star + rng.laplace(0.0, var.noise_scale, size=v_star.shape)) * m / (m - 1)
+        theta_star = raw + laplace_noise(est.noise_scale, size=(s, tt), random_state=rng)
+    v_star = (v_star + laplace_noise(var.noise_scale, v_star.shape, random_state=rng)) * m / (m - 1)
     v_star = np.maximum(_safe_variance(v_star, var.noise_scale, r_range), v_floor)
     roots = math.sqrt(m) * (theta_star - theta_k) / np.sqrt(v_star)
     z = float(ndtri(1.0 - alpha / 2.0))
@@ -738,12 +738,12 @@ def percentile_bootstrap_interval(
 
 def _normal_batch(xb, bounds, alpha, e_mean, e_var, rng):
     """Private normal approximation for each row of ``xb``: ``(lower, upper, estimate)``."""
-    trials, n = xb.shape
+    n = xb.shape[1]
     a, b = bounds
     r = b - a
-    mean_scale, var_scale = r / (n * e_mean), r * r / (n * e_var)
-    est = xb.mean(axis=1) + rng.laplace(0.0, mean_scale, size=trials)
-    var = xb.var(axis=1) + rng.laplace(0.0, var_scale, size=trials)
+    mean_scale, var_scale = laplace_scale(r / n, e_mean), laplace_scale(r * r / n, e_var)
+    est = laplace_release(xb.mean(axis=1), scale=mean_scale, random_state=rng)
+    var = laplace_release(xb.var(axis=1), scale=var_scale, random_state=rng)
     sigma = np.sqrt(np.maximum(var * n / (n - 1), (r / n) ** 2))
     half = np.array(
         [normal_laplace_quantile(1.0 - alpha / 2.0, sg / math.sqrt(n), mean_scale) for sg in sigma]

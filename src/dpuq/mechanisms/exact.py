@@ -29,6 +29,7 @@ uniform 64-bit words from numpy's bit generator).
 from __future__ import annotations
 
 import decimal
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -36,6 +37,7 @@ import numpy as np
 __all__ = [
     "ABS_MARGIN",
     "bernoulli_certified",
+    "bernoulli_constant",
     "enclose_exp",
     "uniform_below",
     "uniform_bits",
@@ -183,4 +185,30 @@ def bernoulli_certified(p, rel_err: float, rng: np.random.Generator, exact) -> n
     for i in undecided:  # probability about 2 rel_err + 2^-64 each
         x, c = exact(int(i))
         accept.flat[i] = uniform_below(int(u.flat[i]), 64, x, c, rng)
+    return accept
+
+
+def bernoulli_constant(
+    p: float, rel_err: float, size: int, rng: np.random.Generator, x: Fraction, c: Fraction
+) -> np.ndarray:
+    """``size`` independent exact Bernoulli(``P``) decisions, ``P = c exp(x)`` for all.
+
+    As :func:`bernoulli_certified` with one probability (thresholds computed once); ``p`` is a
+    float approximation of ``P`` with ``|P - p| <= rel_err p``.
+
+    Examples
+    --------
+    >>> d = bernoulli_constant(0.25, 0.0, 5, np.random.default_rng(0), Fraction(0), Fraction(1, 4))
+    >>> d.shape
+    (5,)
+    """
+    lo = p * (1.0 - 2.0 * rel_err) - ABS_MARGIN
+    hi = p * (1.0 + 2.0 * rel_err) + ABS_MARGIN
+    if not (0.0 < lo and hi < 1.0):
+        return bernoulli_certified(np.full(size, p), rel_err, rng, lambda i: (x, c))
+    u = uniform_bits(rng, size)
+    t_lo, t_hi = np.uint64(math.floor(lo * _TWO64)), np.uint64(math.ceil(hi * _TWO64))
+    accept = u < t_lo
+    for i in np.flatnonzero((u >= t_lo) & (u < t_hi)):  # probability about 2 rel_err p each
+        accept[i] = uniform_below(int(u[i]), 64, x, c, rng)
     return accept

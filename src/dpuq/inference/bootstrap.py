@@ -410,7 +410,7 @@ def private_bootstrap_cdf(
     delta : float, default 1e-6
         The δ at which the naive method's ε' is reported (ignored by the ensemble).
     clip : bool, default False
-        Clip data outside ``bounds`` (a warning gives the count; it is not released).
+        Clip data outside ``bounds`` (a warning says so, without a count).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
 

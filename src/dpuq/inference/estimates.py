@@ -231,8 +231,8 @@ def private_mean(
         Public interval ``[a, b]`` known to contain every value (from public knowledge, never
         from the data).
     clip : bool, default False
-        Clip values outside ``bounds`` instead of raising (a warning gives the count to the
-        data holder; it is not released).
+        Clip values outside ``bounds`` instead of raising (a warning says so, without a
+        count).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
 

@@ -24,9 +24,11 @@ def discrete_laplace_pmf(z, t):
     return (1 - q) / (1 + q) * q ** np.abs(z)
 
 
-@pytest.mark.parametrize("t", [1, 3, 10])
-def test_sampler_fits_the_discrete_laplace_law(t):
-    z = dl.sample_discrete_laplace(t, 60_000, np.random.default_rng(t))
+@pytest.mark.parametrize(("t", "batch"), [(1, 60_000), (3, 60_000), (10, 60_000), (3, 3)])
+def test_sampler_fits_the_discrete_laplace_law(t, batch):
+    """Vectorised path (large batches) and scalar path (batches of at most 4)."""
+    rng = np.random.default_rng(t + batch)
+    z = np.concatenate([dl.sample_discrete_laplace(t, batch, rng) for _ in range(60_000 // batch)])
     support = np.arange(-12 * t, 12 * t + 1)
     p = discrete_laplace_pmf(support, t)
     obs = np.array([np.count_nonzero(z == k) for k in support])

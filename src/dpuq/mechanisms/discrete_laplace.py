@@ -53,7 +53,13 @@ from fractions import Fraction
 import numpy as np
 
 from dpuq._validation import check_epsilon
-from dpuq.mechanisms.exact import bernoulli_certified, bernoulli_constant
+from dpuq.mechanisms.exact import (
+    ABS_MARGIN,
+    bernoulli_certified,
+    bernoulli_constant,
+    uniform_below,
+    uniform_bits,
+)
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = [
@@ -72,6 +78,7 @@ _RHO = 2.0**-LATTICE_BITS
 # [-1, 0]), 2^-48 for exp (module log_weights), rounded up.
 _REL_ERR_EXP_UNIT = 2.0**-46
 _EXP_MINUS_ONE = math.exp(-1.0)
+_TWO64 = 2.0**64
 
 
 def laplace_lattice(scale: float) -> tuple[float, int]:
@@ -122,6 +129,32 @@ class _ExactUnit:
         return Fraction(-int(self.u[i]), self.t), Fraction(1)
 
 
+def _below(p: float, rel_err: float, x: Fraction, rng: np.random.Generator) -> bool:
+    """One exact Bernoulli(``exp(x)``) from a float ``p`` within ``rel_err`` (scalar path)."""
+    u = uniform_bits(rng)
+    if u < math.floor((p * (1.0 - 2.0 * rel_err) - ABS_MARGIN) * _TWO64):
+        return True
+    if u >= math.ceil((p * (1.0 + 2.0 * rel_err) + ABS_MARGIN) * _TWO64):
+        return False
+    return uniform_below(u, 64, x, Fraction(1), rng)
+
+
+def _sample_one(t: int, rng: np.random.Generator) -> int:
+    """One draw of :func:`sample_discrete_laplace` with Python scalars (same algorithm)."""
+    while True:
+        w = int(rng.integers(0, 2 * t))
+        u = w >> 1
+        if not _below(math.exp(-u / t), _REL_ERR_EXP_UNIT, Fraction(-u, t), rng):
+            continue
+        v = 0
+        while _below(_EXP_MINUS_ONE, 2.0**-50, Fraction(-1), rng):
+            v += 1
+        x = u + t * v
+        if w & 1 and x == 0:
+            continue
+        return -x if w & 1 else x
+
+
 def sample_discrete_laplace(t: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` exact draws of ``Z`` with ``P(Z = z) ∝ exp(-|z|/t)``, ``t`` an integer >= 1.
 
@@ -136,6 +169,10 @@ def sample_discrete_laplace(t: int, size: int, rng: np.random.Generator) -> np.n
     t = int(t)
     if t < 1 or t >= 2**61:
         raise ValueError("t must be an integer in [1, 2^61)")
+    if size <= 4:  # scalar path: the same algorithm without array overhead
+        z = [_sample_one(t, rng) for _ in range(size)]
+        big = any(abs(k) >= 2**62 for k in z)
+        return np.array(z, dtype=object if big else np.int64)
     out = np.empty(size, dtype=np.int64)
     done = 0
     while done < size:

@@ -105,7 +105,11 @@ def sample_log_weights_rows(log_weights, rng: np.random.Generator) -> np.ndarray
     >>> sample_log_weights_rows(lw, np.random.default_rng(0)).tolist()
     [0, 1]
     """
-    lw = _check_log_weights(log_weights, 2)
+    return _sample_rows(_check_log_weights(log_weights, 2), rng)
+
+
+def _sample_rows(lw: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """:func:`sample_log_weights_rows` on validated log-weights."""
     rows = lw.shape[0]
     out = np.zeros(rows, dtype=np.int64)
     if rows == 0:
@@ -156,7 +160,7 @@ def sample_log_weights(log_weights, rng: np.random.Generator) -> int:
     0
     """
     lw = _check_log_weights(log_weights, 1)
-    return int(sample_log_weights_rows(lw[None, :], rng)[0])
+    return int(_sample_rows(lw[None, :], rng)[0])
 
 
 def bernoulli_exp_neg(a: float, rng: np.random.Generator) -> bool:

@@ -158,7 +158,8 @@ def simulate_em_median(
     candidate ``c`` is ``-max(#{X* < c}, #{X* > c})``, which depends on ``c`` only through the
     pair ``(#{subset < c}, #{subset <= c})``; candidates sharing a pair are contiguous, so the
     mechanism is run exactly over at most ``2b + 1`` groups (log-weight ``log |group| +
-    ε u / 2``, Gumbel-max), then uniformly inside the chosen group.
+    ε u / 2``, the exact rows sampler of :mod:`dpuq.mechanisms`), then uniformly inside the
+    chosen group (exact bounded integers).
     """
     kk, m, b = res.xs.shape
     xs = res.xs.reshape(kk * m, b)  # padded subsets, sorted

@@ -24,6 +24,7 @@ from dpuq.mechanisms.exponential import (
     permute_and_flip_probabilities,
     sample_permute_and_flip,
 )
+from scripted_bits import ScriptedBits
 
 P_MIN = 1e-3  # false-positive rate of each goodness-of-fit test
 
@@ -247,24 +248,18 @@ class TestSamplers:
         assert chi_square_pvalue(draws, law) > P_MIN
 
     def test_permute_and_flip_reaches_candidates_whose_weight_underflows(self):
-        """Acceptance of a candidate with q = exp(-1000) is decided factor by factor."""
-
-        class Scripted:
-            def __init__(self, uniforms):
-                self.uniforms = list(uniforms)
-
-            def permutation(self, n):
-                return np.arange(n)[::-1]  # visit the weak candidate first
-
-            def random(self, size=None):
-                return np.array([self.uniforms.pop(0) for _ in range(size)])
-
-        lw = np.array([0.0, -1000.0])  # gap 1000: 33 factors of exp(-30), then one of exp(-10)
-        accept_all = [1e-14] * 33 + [1e-6]
-        assert sample_permute_and_flip(lw, Scripted(accept_all)) == 1
-        assert sample_permute_and_flip(lw, Scripted([0.5])) == 0
-        # the last factor rejects -> the best candidate is released
-        assert sample_permute_and_flip(lw, Scripted([1e-14] * 33 + [0.9])) == 0
+        """Acceptance of a candidate with q = exp(-1000) (0 in floating point) is exact."""
+        lw = np.array([0.0, -1000.0])
+        # visit the weak candidate first; words: its acceptance (0 -> undecided by floats, then
+        # zeros: U < 2^-1472 < e^-1000 accepts it), the best candidate's word, the extension
+        accept = ScriptedBits(words=[0, 0], order=[1, 0])
+        assert sample_permute_and_flip(lw, accept) == 1
+        # any non-zero first word is above e^-1000: rejected, the best candidate is released
+        reject = ScriptedBits(words=[1, 0], order=[1, 0])
+        assert sample_permute_and_flip(lw, reject) == 0
+        # undecided by floats, then a 1 bit before 2^-1443 ~ e^-1000: rejected exactly
+        late = ScriptedBits(words=[0, 0] + [0] * 20 + [1 << 63], order=[1, 0])
+        assert sample_permute_and_flip(lw, late) == 0
 
     def test_seeded_runs_are_reproducible(self):
         u = np.linspace(-3, 0, 40)
@@ -351,7 +346,7 @@ class TestBadInput:
     @pytest.mark.parametrize("fn", FUNCS)
     @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
     def test_non_finite_utilities(self, fn, bad):
-        with pytest.raises(ValueError, match="utilities has 1 non-finite"):
+        with pytest.raises(ValueError, match="utilities has non-finite"):
             fn([0.0, bad], epsilon=1.0, sensitivity=1.0)
 
     @pytest.mark.parametrize("fn", FUNCS)

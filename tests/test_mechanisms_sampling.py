@@ -3,33 +3,21 @@
 import numpy as np
 
 from dpuq.mechanisms.exponential import sample_log_weights
-
-
-class _ScriptedRandom:
-    """A randomness source with scripted uniforms (duck-types numpy.random.Generator)."""
-
-    def __init__(self, uniforms, exponentials=()):
-        self._u = list(uniforms)
-        self._e = list(exponentials)
-
-    def random(self, size=None):
-        return self._u.pop(0)
-
-    def standard_exponential(self, size=None):
-        return np.array([self._e.pop(0) for _ in range(size)])
+from scripted_bits import ScriptedBits
 
 
 def test_underflowing_candidates_are_reachable():
-    # exp(-800) underflows to 0 in linear space; the tiny group has relative mass ~2e-348.
+    # exp(-800) underflows to 0 in linear space; its relative mass is ~2e-348.
     lw = np.array([0.0, -800.0, -801.0])
-    # The tiny group is chosen with probability exp(-~800), checked as 27 factors exp(-30):
-    # uniforms all below exp(-30) select it; then Gumbel-max (exponential variates) inside it.
-    picked = sample_log_weights(lw, _ScriptedRandom([1e-14] * 27, [0.1, 5.0]))
-    assert picked == 1
-    picked = sample_log_weights(lw, _ScriptedRandom([1e-14] * 27, [5.0, 0.1]))
-    assert picked == 2
-    # an ordinary uniform selects the dominant candidate
-    assert sample_log_weights(lw, _ScriptedRandom([0.5])) == 0
+    w0 = int(np.ceil(2.0**52 * (1 + 2.0**-40)))  # integer proposal weight of candidate 0
+    # proposal v = w0 picks candidate 1 (weight 1); its acceptance e^-800 2^52 ~ 2^-1102 is
+    # undecided by floats for a first word 0, then decided exactly: all-zero bits accept it
+    assert sample_log_weights(lw, ScriptedBits(words=[0], ints=[w0])) == 1
+    assert sample_log_weights(lw, ScriptedBits(words=[0], ints=[w0 + 1])) == 2
+    # a non-zero word rejects it; the next proposal (v = 0) picks candidate 0, accepted
+    assert sample_log_weights(lw, ScriptedBits(words=[5, 0], ints=[w0, 0])) == 0
+    # an ordinary draw selects the dominant candidate
+    assert sample_log_weights(lw, ScriptedBits(words=[7], ints=[123])) == 0
 
 
 def test_impossible_candidates_are_never_drawn():

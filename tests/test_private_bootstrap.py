@@ -498,7 +498,9 @@ def test_ensemble_cdf_is_informative_at_large_n():
         ci = private_confidence_interval(
             x, alpha=0.6, epsilon=10.0, bounds=BOUNDS, method="ensemble_cdf", random_state=0
         )
-    assert ci.informative and ci.lower < 0.5 < ci.upper
+    # a 40% interval misses 0.5 in most runs: one seeded run checks informativeness, not coverage
+    assert ci.informative and ci.lower < ci.estimate < ci.upper
+    assert abs(ci.estimate - 0.5) < 0.01
     assert ci.width < 0.05
     assert ci.privacy_report.epsilon == 20.0
 
@@ -535,14 +537,16 @@ def test_seed_reproduces_and_top_level_exports_work():
 # --- bad input ----------------------------------------------------------------------------------
 
 
-def test_data_outside_bounds_is_an_error_or_clipped_with_a_count():
+def test_data_outside_bounds_is_an_error_or_clipped_without_a_count():
     x = np.array([0.1, 0.5, 1.7, -0.2, 0.3] * 20)
-    with pytest.raises(ValueError, match="40 of 100 values lie outside bounds"):
+    with pytest.raises(ValueError, match="values lie outside bounds") as err:
         private_confidence_interval(x, alpha=0.1, epsilon=1.0, bounds=BOUNDS)
-    with pytest.warns(ClippingWarning, match="40 of 100 values were clipped"):
+    assert not any(s in str(err.value) for s in ("40", "100", "1.7", "-0.2"))  # nothing of x
+    with pytest.warns(ClippingWarning, match="values were clipped") as rec:
         ci = private_confidence_interval(
             x, alpha=0.1, epsilon=1.0, bounds=BOUNDS, clip=True, random_state=0
         )
+    assert not any(s in str(w.message) for w in rec for s in ("40", "100"))
     assert 0.0 <= ci.lower <= ci.upper <= 1.0
     with pytest.raises(ValueError, match="outside bounds"):
         private_bootstrap_cdf(x, 0.0, epsilon=1.0, bounds=BOUNDS)

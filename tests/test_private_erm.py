@@ -413,7 +413,7 @@ class TestBadInput:
     def test_non_finite_features(self):
         X = self.X.copy()
         X[1, 0] = np.nan
-        with pytest.raises(ValueError, match="X has 1 non-finite"):
+        with pytest.raises(ValueError, match="X has non-finite"):
             self.fit(X=X)
 
     def test_wrong_number_of_features(self):

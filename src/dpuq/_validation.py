@@ -85,14 +85,15 @@ def check_array_1d(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
         raise ValueError(f"{name} is empty")
     bad = int(np.count_nonzero(~np.isfinite(arr)))
     if bad:
-        raise ValueError(f"{name} has {bad} non-finite value(s) (NaN or inf)")
+        raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")  # no count: data
     return arr
 
 
 def check_scores(scores, name: str = "scores", *, ndim: int | None = 1) -> np.ndarray:
     """Return conformity scores as a float array; every score must lie in [0, 1].
 
-    Scores outside [0, 1], NaN or inf are an error naming how many are bad (SPEC A.2).
+    Scores outside [0, 1], NaN or inf are an error (SPEC A.2); the message carries no count
+    or extreme value, which would be data-dependent and not released (issue 12).
     """
     try:
         arr = np.asarray(scores, dtype=float)
@@ -104,12 +105,12 @@ def check_scores(scores, name: str = "scores", *, ndim: int | None = 1) -> np.nd
         raise ValueError(f"{name} is empty")
     nonfinite = int(np.count_nonzero(~np.isfinite(arr)))
     if nonfinite:
-        raise ValueError(f"{name} has {nonfinite} non-finite value(s) (NaN or inf)")
+        raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")  # no count: data
     outside = int(np.count_nonzero((arr < 0.0) | (arr > 1.0)))
     if outside:
         raise ValueError(
-            f"{name} must lie in [0, 1]; {outside} of {arr.size} are outside "
-            f"(min {arr.min():.6g}, max {arr.max():.6g})"
+            f"{name} must lie in [0, 1]; some values are outside (no count or extremes are "
+            "shown: they depend on the data)"
         )
     return arr
 
@@ -128,7 +129,7 @@ def check_probabilities(probs, name: str = "probs", *, atol: float = 1e-6) -> np
         raise ValueError(f"{name} needs at least 2 classes, got shape {arr.shape}")
     nonfinite = int(np.count_nonzero(~np.isfinite(arr)))
     if nonfinite:
-        raise ValueError(f"{name} has {nonfinite} non-finite value(s) (NaN or inf)")
+        raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")  # no count: data
     negative = int(np.count_nonzero(arr < 0))
     if negative:
         raise ValueError(f"{name} has {negative} negative value(s); probabilities must be >= 0")
@@ -159,7 +160,7 @@ def check_labels(labels, n_classes: int, n_samples: int, name: str = "labels") -
     bad = int(np.count_nonzero((arr < 0) | (arr >= n_classes)))
     if bad:
         raise ValueError(
-            f"{name}: {bad} value(s) outside the classes 0..{n_classes - 1} "
-            f"(min {arr.min()}, max {arr.max()})"
+            f"{name}: value(s) outside the classes 0..{n_classes - 1} (no count or extremes "
+            "are shown: they depend on the data)"
         )
     return arr

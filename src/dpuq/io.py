@@ -229,7 +229,7 @@ def _check_finite(arr: np.ndarray, label: str) -> None:
     if arr.dtype.kind == "f":
         bad = int(np.count_nonzero(~np.isfinite(arr)))
         if bad:
-            raise ValueError(f"{label}: {bad} non-finite value(s) (NaN, empty or inf)")
+            raise ValueError(f"{label}: non-finite value(s) (NaN, empty or inf)")
 
 
 def read_json(path, name: str) -> dict[str, Any]:

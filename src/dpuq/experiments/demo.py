@@ -274,7 +274,8 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
     if not 0.0 < float(config.train_delta) < 1.0:
         raise ValueError(f"train_delta must be in (0, 1), got {config.train_delta!r}")
     check_positive_int(config.n_splits, "n_splits", minimum=2)
-    seed = config.seed if config.seed is not None else int(np.random.default_rng().integers(2**31))
+    # no seed: 128 bits of OS entropy (a 31-bit seed could be found by brute force)
+    seed = config.seed if config.seed is not None else int(np.random.SeedSequence().entropy)
     rng = check_random_state(seed)
     notes: list[str] = []
     data = _load_data(config, rng)
@@ -298,7 +299,7 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
             epsilon=config.train_epsilon,
             delta=config.train_delta,
             epochs=epochs,
-            seed=seed,
+            seed=seed if config.seed is not None else seed >> 65,  # torch takes 63 bits
             show_progress=show_progress,
             quick=config.quick,
         )

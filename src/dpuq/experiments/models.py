@@ -39,7 +39,7 @@ class TrainedModel:
 def _sklearn_fallback(x_train, y_train, x_eval, n_classes: int, seed: int, why: str):
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(max_iter=3000, C=0.5, random_state=seed)
+    model = LogisticRegression(max_iter=3000, C=0.5, random_state=seed % 2**32)
     model.fit(x_train.reshape(len(x_train), -1), y_train)
     probs = np.zeros((len(x_eval), n_classes))
     probs[:, model.classes_] = model.predict_proba(x_eval.reshape(len(x_eval), -1))

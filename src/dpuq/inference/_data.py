@@ -1,8 +1,8 @@
 """Input checks and small shared definitions for private confidence sets (SPEC D).
 
 Every check raises a ``ValueError`` or ``TypeError`` naming the argument. Data outside the
-public bounds are an error unless the caller passes ``clip=True``; the number clipped is then
-given to the data holder in a :class:`ClippingWarning` and is never part of a release.
+public bounds are an error unless the caller passes ``clip=True``; a :class:`ClippingWarning`
+then says that clipping happened. Neither carries a data-dependent number (count, extremes).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ STATISTICS = ("mean", "median", "trimmed_mean")
 class ClippingWarning(UserWarning):
     """Data were clipped to the public bounds (``clip=True``).
 
-    The warning tells the data holder how many values were clipped. That count depends on the
-    data: it is not part of any release and must not be published with it.
+    The warning says only that clipping happened: the number of clipped values depends on the
+    data and is not released, so no message carries it.
     """
 
 
@@ -62,8 +62,9 @@ def check_bounds(bounds) -> tuple[float, float]:
 def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.ndarray, int]:
     """Return ``(x, n_clipped)``: finite 1-d data inside the public ``bounds``.
 
-    Values outside the bounds are an error naming how many there are, unless ``clip=True``:
-    then they are clipped and a :class:`ClippingWarning` gives the count to the caller.
+    Values outside the bounds are an error (with no data-dependent number in it), unless
+    ``clip=True``: then they are clipped and a :class:`ClippingWarning` says so (no count).
+    The count returned stays with the caller; no dpuq release or message uses it.
     """
     if not isinstance(clip, bool | np.bool_):
         raise TypeError(f"clip must be True or False, got {clip!r}")
@@ -71,15 +72,13 @@ def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.nd
     a, b = check_bounds(bounds)
     outside = int(np.count_nonzero((arr < a) | (arr > b)))
     if outside and not clip:
-        raise ValueError(
-            f"{name}: {outside} of {arr.size} values lie outside bounds [{a:g}, {b:g}] "
-            f"(min {arr.min():.6g}, max {arr.max():.6g}); widen the public bounds or pass "
-            "clip=True to clip them"
+        raise ValueError(  # no count, no extremes: they are data-dependent and not released
+            f"{name}: values lie outside bounds [{a:g}, {b:g}]; widen the public bounds or "
+            "pass clip=True to clip them"
         )
     if outside:
         warnings.warn(
-            f"{name}: {outside} of {arr.size} values were clipped to [{a:g}, {b:g}] "
-            "(this count is for the data holder only: it is not private, do not publish it)",
+            f"{name}: values were clipped to the public bounds [{a:g}, {b:g}]",
             ClippingWarning,
             stacklevel=3,
         )

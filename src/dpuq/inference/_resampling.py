@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpuq.inference._data import Statistic
+from dpuq.mechanisms.log_weights import sample_log_weights_rows
 
 __all__ = ["MAX_WEIGHT_DRAWS", "Resamples", "draw_resamples", "simulate_em_median"]
 
@@ -157,7 +158,8 @@ def simulate_em_median(
     candidate ``c`` is ``-max(#{X* < c}, #{X* > c})``, which depends on ``c`` only through the
     pair ``(#{subset < c}, #{subset <= c})``; candidates sharing a pair are contiguous, so the
     mechanism is run exactly over at most ``2b + 1`` groups (log-weight ``log |group| +
-    ε u / 2``, Gumbel-max), then uniformly inside the chosen group.
+    ε u / 2``, the exact rows sampler of :mod:`dpuq.mechanisms`), then uniformly inside the
+    chosen group (exact bounded integers).
     """
     kk, m, b = res.xs.shape
     xs = res.xs.reshape(kk * m, b)  # padded subsets, sorted
@@ -194,12 +196,12 @@ def simulate_em_median(
         below = np.take_along_axis(c, lo_idx, axis=-1).reshape(k, tt, m, n_groups)
         above = res.n - np.take_along_axis(c, hi_idx, axis=-1).reshape(k, tt, m, n_groups)
         logw = log_size.reshape(kk, 1, m, n_groups)[sl] - 0.5 * epsilon * np.maximum(below, above)
-        pick = np.argmax(logw + rng.gumbel(size=logw.shape), axis=-1)  # (k, T, m)
+        pick = sample_log_weights_rows(logw.reshape(-1, n_groups), rng).reshape(logw.shape[:-1])
         rows = (np.arange(g0, g0 + k)[:, None, None] * m + np.arange(m)[None, None, :]).repeat(
             tt, axis=1
         )
         start = first[rows, pick]
         width = size[rows, pick]
-        j = start + np.floor(rng.random(pick.shape) * width).astype(np.int64)
+        j = start + rng.integers(0, width)  # exact uniform within the group
         out[sl] = np.swapaxes(candidates[np.minimum(j, g - 1)], 1, 2)
     return res.unpad(out)

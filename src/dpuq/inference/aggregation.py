@@ -26,7 +26,7 @@ import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.mechanisms.exponential import exponential_mechanism
-from dpuq.mechanisms.laplace import laplace_scale
+from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 
 __all__ = [
     "ClampedMean",
@@ -62,8 +62,8 @@ def private_average(
     if vals.ndim != 2 or np.any((vals < 0) | (vals > 1)):
         raise ValueError("values must be an (s, k) array with entries in [0, 1]")
     s, k = vals.shape
-    scale = laplace_scale(k / s, epsilon)
-    return vals.mean(axis=0) + rng.laplace(0.0, scale, size=k), scale
+    scale = laplace_scale(k / s, epsilon, dim=k)
+    return laplace_release(vals.mean(axis=0), scale=scale, random_state=rng), scale
 
 
 def private_median_of_values(
@@ -133,7 +133,7 @@ def private_clamped_mean(
     if not (math.isfinite(w) and w > 0):
         raise ValueError(f"half_width must be finite and > 0, got {w!r}")
     scale = laplace_scale(2.0 * w / s, eps_mean)
-    value = float(np.clip(v, m - w, m + w).mean() + rng.laplace(0.0, scale))
+    value = laplace_release(float(np.clip(v, m - w, m + w).mean()), scale=scale, random_state=rng)
     return ClampedMean(value, m, w, scale, eps_med, eps_mean)
 
 
@@ -258,12 +258,12 @@ def tree_cdf(masses: np.ndarray, epsilon: float, rng: np.random.Generator) -> Tr
     depth = max(1, math.ceil(math.log2(cells)))
     leaves = np.zeros(2**depth)
     leaves[:cells] = p.mean(axis=0)
-    scale = laplace_scale(2.0 * depth / s, epsilon)
+    scale = laplace_scale(2.0 * depth / s, epsilon, dim=2 ** (depth + 1) - 2)  # all nodes
     j = np.arange(1, g + 1)
     noisy = np.zeros(g)
     for level in range(1, depth + 1):  # D levels (about log2 of the grid size)
         nodes = leaves.reshape(2**level, -1).sum(axis=1)
-        nodes = nodes + rng.laplace(0.0, scale, size=nodes.size)
+        nodes = laplace_release(nodes, scale=scale, random_state=rng)
         shift = depth - level
         use = ((j >> shift) & 1).astype(bool)
         noisy[use] += nodes[(j[use] >> shift) - 1]

@@ -44,7 +44,7 @@ from dpuq.inference.aggregation import (
     tree_error_bound,
 )
 from dpuq.ledger import charge
-from dpuq.mechanisms.laplace import laplace_scale
+from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.report import PrivacyReport, Relation
 
@@ -338,7 +338,7 @@ def _naive_release(data, bounds, stat, eps, tt, rng, eps_center=None):
     scale0 = laplace_scale(delta1, eps if eps_center is None else eps_center)
     scale_i = laplace_scale(delta1 * n**0.25, eps)
     exact = data.mean() if stat.name == "mean" else stat.of_sorted(np.sort(data))
-    theta_tilde = float(exact + rng.laplace(0.0, scale0))
+    theta_tilde = laplace_release(float(exact), scale=scale0, random_state=rng)
     chunk = max(1, 5_000_000 // n)
     stars = []
     for start in range(0, tt, chunk):  # chunks of resamples (bounded memory)
@@ -348,7 +348,7 @@ def _naive_release(data, bounds, stat, eps, tt, rng, eps_center=None):
             stars.append(data[idx].mean(axis=1))
         else:
             stars.append(stat.of_sorted(np.sort(data[idx], axis=1)))
-    theta_star = np.concatenate(stars) + rng.laplace(0.0, scale_i, size=tt)
+    theta_star = laplace_release(np.concatenate(stars), scale=scale_i, random_state=rng)
     return theta_tilde, theta_star, scale0, scale_i
 
 
@@ -413,7 +413,7 @@ def private_bootstrap_cdf(
     delta : float, default 1e-6
         The δ at which the naive method's ε' is reported (ignored by the ensemble).
     clip : bool, default False
-        Clip data outside ``bounds`` (a warning gives the count; it is not released).
+        Clip data outside ``bounds`` (a warning says so, without a count).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional

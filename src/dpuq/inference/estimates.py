@@ -45,7 +45,7 @@ from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
 )
-from dpuq.mechanisms.laplace import laplace_scale
+from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.report import PrivacyReport, Relation
 
@@ -194,7 +194,7 @@ def release_point_estimate(
         text = f"R/(n - 2k) = {sens:.6g} (k = {k} dropped at each end)"
     scale = laplace_scale(sens, epsilon)
     exact = x.mean() if stat.name == "mean" else stat.of_sorted(np.sort(x))
-    value = float(exact + rng.laplace(0.0, scale))
+    value = laplace_release(float(exact), scale=scale, random_state=rng)
     rep = _report(stat.name, epsilon, text, n=n, noise_scale=scale)
     return PrivateEstimate(value, stat.name, scale, rep)
 
@@ -206,7 +206,7 @@ def release_variance(
     n = x.size
     sens = (bounds[1] - bounds[0]) ** 2 / n
     scale = laplace_scale(sens, epsilon)
-    value = float(np.var(x) + rng.laplace(0.0, scale))
+    value = laplace_release(float(np.var(x)), scale=scale, random_state=rng)
     rep = _report("variance", epsilon, f"R^2/n = {sens:.6g}", n=n, noise_scale=scale)
     return PrivateEstimate(value, "variance", scale, rep)
 
@@ -231,8 +231,8 @@ def private_mean(
         Public interval ``[a, b]`` known to contain every value (from public knowledge, never
         from the data).
     clip : bool, default False
-        Clip values outside ``bounds`` instead of raising (a warning gives the count to the
-        data holder; it is not released).
+        Clip values outside ``bounds`` instead of raising (a warning says so, without a
+        count).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
 
@@ -342,7 +342,7 @@ def private_variance(
     Examples
     --------
     >>> est = private_variance([0.0, 1.0] * 50, epsilon=1.0, bounds=(0, 1), random_state=0)
-    >>> est.noise_scale
+    >>> round(est.noise_scale, 9)  # R^2/(n ε), up to the exact noise's lattice (1e-12)
     0.01
     """
     eps = check_epsilon(epsilon)

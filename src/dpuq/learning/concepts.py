@@ -85,7 +85,7 @@ def _check_features(X, name: str = "X") -> np.ndarray:
         raise ValueError(f"{name} is empty")
     bad = int(np.count_nonzero(~np.isfinite(arr)))
     if bad:
-        raise ValueError(f"{name} has {bad} non-finite value(s) (NaN or inf)")
+        raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")  # no count: data
     return arr
 
 
@@ -571,7 +571,7 @@ class TabulatedConcepts(ConceptClass):
         d = self.predictions.shape[1]
         bad = int(np.count_nonzero((arr < 0) | (arr >= d)))
         if bad:
-            raise ValueError(f"X has {bad} index(es) outside the domain 0..{d - 1}")
+            raise ValueError(f"X has index(es) outside the domain 0..{d - 1}")
         return arr.astype(np.intp)
 
     def _error_counts(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:

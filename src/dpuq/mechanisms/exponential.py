@@ -14,9 +14,12 @@ together and ``exp(ε u / Δu)`` is ε-DP (McSherry and Talwar 2007; Dwork and R
 
 Accuracy: ``P(u(X, r_out) <= OPT - (2Δu/ε)(ln R + t)) <= exp(-t)`` (``Δu/ε`` when monotone).
 
-Sampling is exact and never loses a candidate to underflow: weights are handled as logs;
-candidates far below the largest weight are kept in a separate group whose total mass is
-computed in log space and chosen with exactly that probability (:func:`sample_log_weights`).
+Sampling is exact and never loses a candidate to underflow: the law is exactly proportional to
+``exp(a_j)`` for the double log-weights ``a_j`` (the only approximation is the double value of
+the utilities, a deterministic public function of the data). Draws are made by rejection from
+an integer proposal with exact Bernoulli acceptances (:mod:`dpuq.mechanisms.log_weights`,
+:mod:`dpuq.mechanisms.exact`); :func:`sample_log_weights_rows` makes one draw per row of a
+matrix with the same law, vectorised.
 Running time: O(R).
 
 Also here: :func:`exponential_mechanism_accuracy_bound` (the utility tail bound) and
@@ -28,11 +31,18 @@ from __future__ import annotations
 
 import functools
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy.special import logsumexp
 
 from dpuq._validation import check_array_1d, check_epsilon
+from dpuq.mechanisms.exact import bernoulli_certified
+from dpuq.mechanisms.log_weights import (
+    bernoulli_exp_neg,
+    sample_log_weights,
+    sample_log_weights_rows,
+)
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = [
@@ -44,13 +54,12 @@ __all__ = [
     "permute_and_flip_log_probabilities",
     "permute_and_flip_probabilities",
     "sample_log_weights",
+    "sample_log_weights_rows",
     "sample_permute_and_flip",
 ]
 
 # exp(x) is a normal double for x > -708; the batched quantile sampler's linear-space floor.
 _LINEAR_FLOOR = -700.0
-# Width (in log-weight) of the top band that :func:`sample_log_weights` samples by Gumbel-max.
-_BAND = 20.0
 
 
 def _log_weights(utilities, epsilon, sensitivity, monotone: bool) -> np.ndarray:
@@ -61,61 +70,8 @@ def _log_weights(utilities, epsilon, sensitivity, monotone: bool) -> np.ndarray:
 
 
 def _bernoulli_exp_neg(a: float, rng: np.random.Generator) -> bool:
-    """True with probability ``exp(-a)``, ``a >= 0``, exactly even when ``exp(-a)`` underflows.
-
-    Memorylessness: ``exp(-a) = prod_k exp(-a_k)`` with steps ``a_k <= 30``, each checked
-    with one uniform (``exp(-30)`` is far above the uniform's resolution of 2^-53).
-    """
-    while a > 0.0:
-        step = min(a, 30.0)
-        if rng.random() >= math.exp(-step):
-            return False
-        a -= step
-    return True
-
-
-def sample_log_weights(log_weights: np.ndarray, rng: np.random.Generator) -> int:
-    """Draw index ``j`` with probability ``exp(log_weights[j]) / sum(exp(log_weights))``.
-
-    Exact in log space: no candidate with finite log-weight gets probability 0, neither through
-    underflow nor through the resolution of a uniform draw. Candidates within a factor
-    ``e^20`` of the largest weight form the top band, sampled by Gumbel-max
-    (``argmax_j log w_j - log E_j`` with ``E_j`` standard exponential); all others form a group
-    whose total mass is computed with log-sum-exp, chosen with exactly that probability
-    (:func:`_bernoulli_exp_neg`, valid for any tiny mass), and sampled recursively. Within the
-    top band the only error is the floating-point resolution of the exponential variates (a
-    relative error far below 1e-6 on any probability). Expected cost O(R).
-
-    Parameters
-    ----------
-    log_weights : ndarray of shape (R,)
-        Unnormalised log-probabilities; ``-inf`` marks an impossible candidate.
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> sample_log_weights(np.array([0.0, -np.inf]), np.random.default_rng(0))
-    0
-    """
-    lw = np.asarray(log_weights, dtype=float)
-    rel = lw - lw.max()
-    top = rel > -_BAND
-    rest = np.flatnonzero(~top & np.isfinite(rel))
-    if rest.size:
-        log_rest = float(logsumexp(rel[rest]))
-        log_total = float(np.logaddexp(logsumexp(rel[top]), log_rest))
-        if _bernoulli_exp_neg(log_total - log_rest, rng):
-            return int(rest[sample_log_weights(rel[rest], rng)])
-    members = np.flatnonzero(top)
-    if members.size == 1:
-        return int(members[0])
-    keys = np.log(rng.standard_exponential(members.size)) - rel[members]
-    return int(members[np.argmin(keys)])
+    """True with probability exactly ``exp(-a)``, ``a >= 0`` (:func:`bernoulli_exp_neg`)."""
+    return bernoulli_exp_neg(a, rng)
 
 
 def exponential_mechanism_log_probabilities(
@@ -361,23 +317,22 @@ def permute_and_flip_probabilities(utilities, *, epsilon: float, sensitivity: fl
     )
 
 
-def _accept_exp_neg(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Independent Bernoulli(``exp(-a_r)``) for each ``a_r >= 0``, vectorised and exact.
+def _accept_exp_neg(lw: np.ndarray, top: float, rng: np.random.Generator) -> np.ndarray:
+    """Independent Bernoulli(``exp(lw_r - top)``) for each ``lw_r <= top``, vectorised, exact.
 
-    Same factorisation as :func:`_bernoulli_exp_neg` (steps of at most 30, one uniform each),
-    applied to the still-undecided candidates only, so ``exp(-a)`` never has to be formed when
-    it would underflow.
+    Float ``exp(lw_r - top)`` is within a relative ``2^-42`` of the exact value where it is
+    normal (the error budget of :mod:`dpuq.mechanisms.log_weights`), plus ``2^-1070`` absolute
+    where it underflows; :func:`dpuq.mechanisms.exact.bernoulli_certified` decides exactly,
+    with the rational ``lw_r - top`` for the rare undecided cases. No acceptance probability is
+    lost to underflow.
     """
-    alive = np.ones(a.size, dtype=bool)
-    remaining = a.astype(float).copy()
-    idx = np.flatnonzero(remaining > 0.0)
-    while idx.size:
-        step = np.minimum(remaining[idx], 30.0)
-        passed = rng.random(idx.size) < np.exp(-step)
-        alive[idx[~passed]] = False
-        remaining[idx] -= step
-        idx = idx[passed & (remaining[idx] > 0.0)]
-    return alive
+    with np.errstate(under="ignore"):
+        p = np.exp(lw - top)
+
+    def exact(i):
+        return Fraction(float(lw[i])) - Fraction(float(top)), Fraction(1)
+
+    return bernoulli_certified(p, 2.0**-41, rng, exact)
 
 
 def permute_and_flip(
@@ -405,9 +360,9 @@ def permute_and_flip(
     :func:`exponential_mechanism_accuracy_bound` holds for it too. Exact law:
     :func:`permute_and_flip_probabilities`.
 
-    Sampling is exact: each acceptance is decided by factors ``exp(-30)`` at most, so a
-    candidate whose probability underflows in floating point can still be released. Running
-    time O(R).
+    Sampling is exact: each acceptance ``exp(a_r - max a)`` is an exact Bernoulli decision
+    (:func:`dpuq.mechanisms.exact.bernoulli_certified`), so a candidate whose probability
+    underflows in floating point can still be released. Running time O(R).
 
     Parameters
     ----------
@@ -437,16 +392,15 @@ def permute_and_flip(
 def sample_permute_and_flip(log_weights: np.ndarray, rng: np.random.Generator) -> int:
     """One permute-and-flip draw from log-weights ``a_r`` (``ε u_r / (2Δu)``).
 
-    Visits the candidates in the order ``rng.permutation(R)`` and accepts ``r`` with
-    probability ``exp(a_r - max a)``, decided by factors of at most ``exp(-30)`` (one uniform
-    each) so that no acceptance probability is ever formed where it would underflow.
+    Visits the candidates in the order ``rng.permutation(R)`` (numpy's exact Fisher-Yates
+    shuffle with exact bounded integers) and accepts ``r`` with probability exactly
+    ``exp(a_r - max a)`` (an exact Bernoulli decision each).
 
     Parameters
     ----------
     log_weights : ndarray of shape (R,)
         Finite log-weights.
     rng : numpy.random.Generator
-        Anything with ``permutation(n)`` and ``random(size)``.
 
     Returns
     -------
@@ -459,24 +413,8 @@ def sample_permute_and_flip(log_weights: np.ndarray, rng: np.random.Generator) -
     0
     """
     lw = np.asarray(log_weights, dtype=float)
-    gap = lw.max() - lw  # >= 0; 0 for the best candidates, which are always accepted
-    order = np.asarray(rng.permutation(gap.size))
-    accepted = _accept_exp_neg(gap[order], rng)
+    if lw.ndim != 1 or lw.size == 0 or not np.isfinite(lw).all():
+        raise ValueError("log_weights must be a non-empty 1-D array of finite numbers")
+    order = np.asarray(rng.permutation(lw.size))
+    accepted = _accept_exp_neg(lw[order], float(lw.max()), rng)  # the best: probability 1
     return int(order[int(np.argmax(accepted))])
-
-
-def sample_log_weights_rows(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One exact draw per row of ``log_weights`` (R rows), with :func:`sample_log_weights`'s law.
-
-    Placeholder: loops over rows calling :func:`sample_log_weights` (exact); a vectorised
-    version replaces it.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> sample_log_weights_rows(np.array([[0.0, -np.inf], [-np.inf, 0.0]]),
-    ...                         np.random.default_rng(0)).tolist()
-    [0, 1]
-    """
-    lw = np.asarray(log_weights, dtype=float)
-    return np.array([sample_log_weights(row, rng) for row in lw], dtype=np.int64)

@@ -18,12 +18,17 @@ Exact law: :func:`laplace_log_density` and :func:`laplace_cdf` give the output l
 inverse CDF, for noise-aware inference (e.g. folding the noise of a released mean into a
 confidence interval).
 
-Floating point: the guarantee above is the one of the ideal real-valued mechanism. Noise is
-drawn with numpy's ``Generator.laplace`` in double precision; like every textbook
-implementation this is not hardened against the low-order-bit attack on floating-point Laplace
-samplers (Mironov 2012, "On significance of the least significant bits for differential
-privacy"). Releases that must resist it should round the output to a coarse grid (the snapping
-mechanism); dpuq does not do that yet.
+Exact noise: noise is never drawn in floating point (``Generator.laplace`` is vulnerable to
+the low-order-bit attack of Mironov 2012). :func:`laplace_mechanism` rounds ``f(X)`` to a
+power-of-two lattice of step ``γ <= b 2^-40`` and adds exact discrete Laplace noise on that
+lattice (:mod:`dpuq.mechanisms.discrete_laplace`, Canonne, Kamath and Steinke 2020). The
+rounding moves each coordinate by at most ``γ/2``, so the L1 sensitivity of the rounded query
+is at most ``Δ + kγ``; :func:`laplace_scale` returns ``b = Δ/(ε - k 2^-40)`` (rounded up) so
+that ``(Δ + kγ)/b <= ε``: the release is exactly ε-DP. The released law is the Laplace law of
+scale ``b`` (up to a factor ``1 + 2^-40``) restricted to the lattice; the continuous helpers
+below (:func:`laplace_cdf`, :func:`laplace_quantile`) describe it to within ``2^-40`` in CDF
+and ``γ`` in location, and :func:`dpuq.mechanisms.discrete_laplace.discrete_laplace_log_pmf`
+exactly.
 """
 
 from __future__ import annotations
@@ -33,13 +38,24 @@ import math
 import numpy as np
 
 from dpuq._validation import check_epsilon
+from dpuq.mechanisms.discrete_laplace import (
+    discrete_laplace_log_pmf,
+    laplace_lattice,
+    laplace_noise,
+    laplace_release,
+    lattice_laplace_scale,
+)
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = [
+    "discrete_laplace_log_pmf",
     "laplace_cdf",
+    "laplace_lattice",
     "laplace_log_density",
     "laplace_mechanism",
+    "laplace_noise",
     "laplace_quantile",
+    "laplace_release",
     "laplace_scale",
     "laplace_tail_bound",
 ]
@@ -49,8 +65,11 @@ def _check_scale(scale) -> float:
     return check_epsilon(scale, "scale")
 
 
-def laplace_scale(sensitivity: float, epsilon: float) -> float:
-    """The noise scale ``Δ/ε`` that makes the Laplace mechanism ε-DP.
+def laplace_scale(sensitivity: float, epsilon: float, dim: int = 1) -> float:
+    """The noise scale that makes the (exact, lattice) Laplace mechanism ε-DP.
+
+    ``Δ/(ε - dim 2^-40)``, rounded up: ``Δ/ε`` up to a relative ``dim 2^-40 / ε``, the price
+    of rounding ``dim`` coordinates to the noise lattice (module docstring).
 
     Parameters
     ----------
@@ -58,6 +77,8 @@ def laplace_scale(sensitivity: float, epsilon: float) -> float:
         L1 sensitivity ``Δ`` > 0 of the query, under the caller's neighbouring relation.
     epsilon : float
         Privacy parameter, > 0.
+    dim : int, default 1
+        Number of coordinates released with this scale.
 
     Returns
     -------
@@ -65,10 +86,11 @@ def laplace_scale(sensitivity: float, epsilon: float) -> float:
 
     Examples
     --------
-    >>> laplace_scale(2.0, 0.5)
-    4.0
+    >>> b = laplace_scale(2.0, 0.5)
+    >>> 4.0 < b < 4.0 * (1 + 1e-11)
+    True
     """
-    return check_epsilon(sensitivity, "sensitivity") / check_epsilon(epsilon)
+    return lattice_laplace_scale(sensitivity, epsilon, dim)
 
 
 def laplace_mechanism(
@@ -82,7 +104,7 @@ def laplace_mechanism(
 
     Privacy: ε-DP (δ = 0) when ``sensitivity`` bounds the L1 distance between the values of
     neighbouring data sets (for a vector, the sum over coordinates). See the module
-    docstring for the argument and the floating-point caveat.
+    docstring for the argument and the exact lattice noise.
 
     Parameters
     ----------
@@ -106,13 +128,11 @@ def laplace_mechanism(
     >>> isinstance(y, float)
     True
     """
-    scale = laplace_scale(sensitivity, epsilon)
     arr = np.asarray(value, dtype=float)
+    scale = laplace_scale(sensitivity, epsilon, max(1, arr.size))
     if not np.all(np.isfinite(arr)):
         raise ValueError("value must be finite")
-    rng = check_random_state(random_state)
-    noisy = arr + rng.laplace(0.0, scale, size=arr.shape)
-    return float(noisy) if noisy.ndim == 0 else noisy
+    return laplace_release(arr, scale=scale, random_state=check_random_state(random_state))
 
 
 def laplace_log_density(y, *, loc, scale: float) -> np.ndarray:

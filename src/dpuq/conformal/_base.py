@@ -1,15 +1,32 @@
-"""What the private conformal estimators share: parameter checks, randomness, stored state."""
+"""What the private conformal estimators share: parameter checks, randomness, stored state.
+
+The estimators are scikit-learn meta-estimators (:class:`~dpuq._estimator.PrivateEstimator`):
+``get_params``/``set_params``, ``clone`` and pickling work; ``__init__`` stores its arguments
+unchecked; ``fit``/``conformalize`` check them. The wrapped model is used as given when
+``prefit=True`` and cloned into ``estimator_`` and trained when ``prefit=False`` (the
+``estimator`` parameter itself is never modified).
+"""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
+from sklearn.base import MetaEstimatorMixin
 
+from dpuq._estimator import PrivateEstimator
 from dpuq._validation import NotFittedError, check_alpha
-from dpuq.mechanisms.randomness import check_random_state
 
 
-class _PrivateConformalBase:
-    """Mixin for estimators with ``confidence_level``, ``random_state`` and ``threshold_``."""
+def _clone_model(est):
+    """An unfitted copy of ``est``: scikit-learn's ``clone`` or a deep copy."""
+    from sklearn.base import clone
+
+    return clone(est) if hasattr(est, "get_params") else copy.deepcopy(est)
+
+
+class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
+    """Base for estimators with ``confidence_level``, ``random_state`` and ``threshold_``."""
 
     #: what ``_check_conformalized`` tells the user to call conformalize before
     _predict_verb = "predicting"
@@ -23,9 +40,25 @@ class _PrivateConformalBase:
         return check_alpha(1.0 - float(cl), "1 - confidence_level")
 
     def _rng(self) -> np.random.Generator:
-        if not hasattr(self, "_rng_"):
-            self._rng_ = check_random_state(self.random_state)
-        return self._rng_
+        """A fresh generator for one release (derived from ``random_state``, never cached)."""
+        return self._release_rng()
+
+    def _model(self):
+        """The model in use: the trained clone ``estimator_`` if ``fit`` made one."""
+        return getattr(self, "estimator_", self.estimator)
+
+    def _fit_model(self, X, y) -> None:
+        """``prefit=False``: train a clone of each wrapped model into ``estimator_``."""
+        est = self.estimator
+        pair = isinstance(est, tuple | list) and len(est) == 2
+        models = list(est) if pair else [est]
+        for model in models:
+            if not hasattr(model, "fit"):
+                raise TypeError("prefit=False needs estimator(s) with a fit method")
+        fitted = [_clone_model(model) for model in models]
+        for model in fitted:
+            model.fit(X, y)
+        self.estimator_ = type(est)(fitted) if pair else fitted[0]
 
     def _check_conformalized(self) -> None:
         if not hasattr(self, "threshold_"):
@@ -34,7 +67,5 @@ class _PrivateConformalBase:
                 f"conformalize(X_cal, y_cal) before {self._predict_verb}"
             )
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_rng_", None)  # generator state is not a released value
-        return state
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "estimator_") or hasattr(self, "threshold_") or bool(self.prefit)

@@ -202,6 +202,7 @@ def calibrate(
         else "none: constant release, no data used",
         details={"n": n, "alpha": alpha, "level (q̃)": q, "n_bins": m, "gamma": g},
         notes=tuple(notes),
+        seeded=random_state is not None,
     )
     return PrivateCalibration(
         threshold=float(threshold),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
+from sklearn.base import ClassifierMixin
 
 from dpuq._validation import check_epsilon, check_probabilities
 from dpuq.conformal._base import _PrivateConformalBase
@@ -17,7 +19,7 @@ from dpuq.report import PrivacyReport
 __all__ = ["PrivateConformalClassifier"]
 
 
-class PrivateConformalClassifier(_PrivateConformalBase):
+class PrivateConformalClassifier(ClassifierMixin, _PrivateConformalBase):
     """Split-conformal prediction sets whose threshold is released with ε-DP.
 
     Wraps any fitted classifier with ``predict_proba`` (or a plain callable returning class
@@ -44,8 +46,11 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     score_params : dict, optional
         Extra keyword arguments of the score (e.g. ``{"lam": 0.01, "k_reg": 5}`` for RAPS,
         ``{"randomized": True}`` for APS/RAPS).
-    random_state : None, int or numpy.random.Generator
-        None (default) uses OS entropy: use it for releases. A seed is for experiments only.
+    random_state : None or int
+        None (default) draws fresh OS entropy at every release: use it for real releases. An
+        int seed gives the same release at every call on the same data (experiments and tests
+        only; the report then says "seeded"). A Generator is refused: it would be copied into
+        clones and pickles (see :mod:`dpuq._estimator`).
 
     Attributes
     ----------
@@ -92,7 +97,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
 
     # ------------------------------------------------------------------ helpers
     def _proba(self, X) -> np.ndarray:
-        est = self.estimator
+        est = self._model()
         if hasattr(est, "predict_proba"):
             probs = est.predict_proba(X)
         elif callable(est):
@@ -107,10 +112,10 @@ class PrivateConformalClassifier(_PrivateConformalBase):
             )
         return probs
 
-    def _score_matrix(self, probs: np.ndarray, labels=None) -> np.ndarray:
+    def _score_matrix(self, probs: np.ndarray, labels=None, rng=None) -> np.ndarray:
         params = dict(self.score_params or {})
         if params.get("randomized"):
-            params["random_state"] = self._rng()
+            params["random_state"] = self._rng() if rng is None else rng
         return score_function(self.score)(probs, labels, **params)
 
     def _label_index(self, y) -> np.ndarray:
@@ -128,8 +133,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         return pos
 
     def _set_classes(self, y=None, n_columns: int | None = None) -> None:
-        if hasattr(self.estimator, "classes_"):
-            self.classes_ = np.asarray(self.estimator.classes_)
+        if hasattr(self._model(), "classes_"):
+            self.classes_ = np.asarray(self._model().classes_)
         elif n_columns is not None:
             self.classes_ = np.arange(n_columns)
         elif y is not None:
@@ -141,9 +146,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         check_epsilon(self.epsilon)
         self._alpha()
         if not self.prefit:
-            if not hasattr(self.estimator, "fit"):
-                raise TypeError("prefit=False needs an estimator with a fit method")
-            self.estimator.fit(X, y)
+            self._fit_model(X, y)
         self._set_classes(y=y)
         return self
 
@@ -163,9 +166,11 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                 f"X_cal has {probs.shape[0]} rows but y_cal has {len(np.asarray(y_cal))}"
             )
         labels = self._label_index(y_cal)
-        scores = self._score_matrix(probs, labels)
-        self.calibration_: PrivateCalibration = calibrate(
-            scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins, random_state=self._rng()
+        rng = self._rng()  # one fresh generator per release, never stored
+        scores = self._score_matrix(probs, labels, rng)
+        cal = calibrate(scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins, random_state=rng)
+        self.calibration_: PrivateCalibration = dataclasses.replace(
+            cal, privacy_report=self._seeded(cal.privacy_report)
         )
         self.threshold_ = self.calibration_.threshold
         self.privacy_report_: PrivacyReport = self.calibration_.privacy_report

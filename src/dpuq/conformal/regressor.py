@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+from sklearn.base import RegressorMixin
 
 from dpuq._validation import check_array_1d, check_epsilon
 from dpuq.conformal._base import _PrivateConformalBase
@@ -26,7 +27,7 @@ __all__ = ["PrivateConformalRegressor"]
 _SCORES = ("absolute", "cqr")
 
 
-class PrivateConformalRegressor(_PrivateConformalBase):
+class PrivateConformalRegressor(RegressorMixin, _PrivateConformalBase):
     """Split-conformal prediction intervals whose threshold is released with ε-DP.
 
     Wraps a fitted regressor. ``conformalize`` turns held-out calibration data into scores in
@@ -67,8 +68,11 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     n_bins : "auto" or int, default "auto"
     prefit : bool, default True
         If False, ``fit(X, y)`` trains the estimator(s) first.
-    random_state : None, int or numpy.random.Generator
-        None (default) uses OS entropy: use it for releases. A seed is for experiments only.
+    random_state : None or int
+        None (default) draws fresh OS entropy at every release: use it for real releases. An
+        int seed gives the same release at every call on the same data (experiments and tests
+        only; the report then says "seeded"). A Generator is refused: it would be copied into
+        clones and pickles (see :mod:`dpuq._estimator`).
 
     Attributes
     ----------
@@ -135,7 +139,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         raise TypeError("estimator must have a predict method or be a callable")
 
     def _is_pair(self) -> bool:
-        est = self.estimator
+        est = self._model()
         return isinstance(est, tuple | list) and len(est) == 2
 
     def _point(self, X) -> np.ndarray:
@@ -143,17 +147,18 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             raise TypeError(
                 "score='absolute' needs one estimator returning point predictions, not a pair"
             )
-        return check_array_1d(self._call(self.estimator, X), "estimator's predictions")
+        return check_array_1d(self._call(self._model(), X), "estimator's predictions")
 
     def _quantiles(self, X) -> np.ndarray:
         if self._is_pair():
-            lo = check_array_1d(self._call(self.estimator[0], X), "lower estimator's predictions")
-            hi = check_array_1d(self._call(self.estimator[1], X), "upper estimator's predictions")
+            lower, upper = self._model()
+            lo = check_array_1d(self._call(lower, X), "lower estimator's predictions")
+            hi = check_array_1d(self._call(upper, X), "upper estimator's predictions")
             if lo.size != hi.size:
                 raise ValueError(f"lower and upper estimators gave {lo.size} and {hi.size} rows")
             return np.column_stack((lo, hi))
         return check_quantile_predictions(
-            self._call(self.estimator, X), "estimator's quantile predictions"
+            self._call(self._model(), X), "estimator's quantile predictions"
         )
 
     # ------------------------------------------------------------------ API
@@ -161,11 +166,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         """Train the estimator(s) on training data when ``prefit=False``; returns self."""
         self._check_params()
         if not self.prefit:
-            ests = list(self.estimator) if self._is_pair() else [self.estimator]
-            for est in ests:
-                if not hasattr(est, "fit"):
-                    raise TypeError("prefit=False needs estimator(s) with a fit method")
-                est.fit(X, y)
+            self._fit_model(X, y)
         return self
 
     def conformalize(self, X_cal, y_cal) -> PrivateConformalRegressor:
@@ -192,7 +193,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         )
         details = dict(cal.privacy_report.details)
         details.update({"score": described, "bound (public)": bound})
-        report = dataclasses.replace(cal.privacy_report, details=details)
+        report = self._seeded(dataclasses.replace(cal.privacy_report, details=details))
         self.calibration_: PrivateCalibration = dataclasses.replace(cal, privacy_report=report)
         self.threshold_ = self.calibration_.threshold
         self.privacy_report_: PrivacyReport = report

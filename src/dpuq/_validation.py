@@ -10,6 +10,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 
 __all__ = [
     "NotFittedError",
@@ -23,10 +24,11 @@ __all__ = [
 ]
 
 
-class NotFittedError(ValueError, AttributeError):
+class NotFittedError(_SklearnNotFittedError):
     """Raised when a method needs a fitted or conformalized estimator.
 
-    Subclasses ``ValueError`` and ``AttributeError`` like scikit-learn's error of the same name.
+    A subclass of scikit-learn's error of the same name (itself a ``ValueError`` and an
+    ``AttributeError``), so scikit-learn's tools recognise it.
     """
 
 

@@ -30,6 +30,8 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
 
     #: what ``_check_conformalized`` tells the user to call conformalize before
     _predict_verb = "predicting"
+    #: "classifier" or "regressor" (scikit-learn's estimator type)
+    _estimator_type = "classifier"
 
     def _alpha(self) -> float:
         cl = self.confidence_level
@@ -66,6 +68,32 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
                 f"this {type(self).__name__} is not conformalized yet: call "
                 f"conformalize(X_cal, y_cal) before {self._predict_verb}"
             )
+
+    @property
+    def n_features_in_(self) -> int:
+        """Number of features the wrapped model was trained on (when it says so)."""
+        model = getattr(self, "estimator_", self.estimator if self.prefit else None)
+        if model is None or not hasattr(model, "n_features_in_"):
+            raise AttributeError(f"{type(self).__name__} has no n_features_in_ (not fitted?)")
+        return model.n_features_in_
+
+    def __sklearn_tags__(self):
+        """Tags of a classifier/regressor whose inputs are those of the wrapped model.
+
+        The score parameter is named ``score`` (as in the conformal literature), so the
+        estimators do not inherit scikit-learn's ``score`` method from its mixins.
+        """
+        from sklearn.utils import ClassifierTags, RegressorTags, get_tags
+
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = self._estimator_type
+        if self._estimator_type == "classifier":
+            tags.classifier_tags = ClassifierTags()
+        else:
+            tags.regressor_tags = RegressorTags()
+        if hasattr(self.estimator, "__sklearn_tags__"):
+            tags.input_tags = get_tags(self.estimator).input_tags
+        return tags
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "estimator_") or hasattr(self, "threshold_") or bool(self.prefit)

@@ -6,7 +6,6 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from sklearn.base import ClassifierMixin
 
 from dpuq._validation import check_epsilon, check_probabilities
 from dpuq.conformal._base import _PrivateConformalBase
@@ -19,7 +18,7 @@ from dpuq.report import PrivacyReport
 __all__ = ["PrivateConformalClassifier"]
 
 
-class PrivateConformalClassifier(ClassifierMixin, _PrivateConformalBase):
+class PrivateConformalClassifier(_PrivateConformalBase):
     """Split-conformal prediction sets whose threshold is released with ε-DP.
 
     Wraps any fitted classifier with ``predict_proba`` (or a plain callable returning class
@@ -73,6 +72,7 @@ class PrivateConformalClassifier(ClassifierMixin, _PrivateConformalBase):
     """
 
     _predict_verb = "predict_set"
+    _estimator_type = "classifier"
 
     def __init__(
         self,

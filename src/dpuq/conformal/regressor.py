@@ -6,7 +6,6 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from sklearn.base import RegressorMixin
 
 from dpuq._validation import check_array_1d, check_epsilon
 from dpuq.conformal._base import _PrivateConformalBase
@@ -27,7 +26,7 @@ __all__ = ["PrivateConformalRegressor"]
 _SCORES = ("absolute", "cqr")
 
 
-class PrivateConformalRegressor(RegressorMixin, _PrivateConformalBase):
+class PrivateConformalRegressor(_PrivateConformalBase):
     """Split-conformal prediction intervals whose threshold is released with ε-DP.
 
     Wraps a fitted regressor. ``conformalize`` turns held-out calibration data into scores in
@@ -98,6 +97,7 @@ class PrivateConformalRegressor(RegressorMixin, _PrivateConformalBase):
     """
 
     _predict_verb = "predict_interval"
+    _estimator_type = "regressor"
 
     def __init__(
         self,

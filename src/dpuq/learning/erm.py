@@ -126,6 +126,8 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
             -counts.astype(float), epsilon=epsilon, sensitivity=1.0, random_state=rng
         )
         self.concepts_ = cc
+        if getattr(X, "ndim", None) == 2:
+            self.n_features_in_ = int(X.shape[1])
         self.concept_index_ = int(index)
         self.concept_ = cc.describe(index)
         self.classes_ = np.array([0, 1])

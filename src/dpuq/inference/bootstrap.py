@@ -44,7 +44,7 @@ from dpuq.inference.aggregation import (
     tree_error_bound,
 )
 from dpuq.mechanisms.laplace import laplace_scale
-from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
+from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = [

@@ -50,7 +50,7 @@ def check_random_state(random_state: RandomState = None) -> np.random.Generator:
     )
 
 
-def check_estimator_random_state(random_state, name: str = "random_state") -> None | int:
+def check_estimator_random_state(random_state, name: str = "random_state") -> int | None:
     """Check an estimator's ``random_state``: ``None`` or a non-negative int, never a Generator.
 
     Estimators keep their parameters (``get_params``, ``clone``, pickles): a Generator stored

@@ -16,6 +16,10 @@ CLASSIFICATION_SCORES = ("lac", "aps", "raps")
 REGRESSION_SCORES = ("absolute", "cqr")
 #: Largest --bins accepted: the edges array of 10^7 bins takes 80 MB (auto never goes beyond).
 MAX_BINS = 10_000_000
+SEEDED_LINE = (
+    "seeded (--seed): this release is reproducible from the seed; it is private only while "
+    "the seed stays secret"
+)
 
 DESCRIPTION = """\
 Release a conformal threshold with epsilon-differential privacy from held-out calibration
@@ -27,6 +31,9 @@ Give exactly one kind of input:
                                        (low = conforms); sets are {y : S(x, y) <= threshold}
   --probs FILE --labels FILE           classification: (n, K) class probabilities (rows sum
                                        to 1) and true class indices 0..K-1; --score lac|aps|raps
+  --logits FILE --labels FILE          classification from (n, K) logits: probabilities are
+                                       softmax(logits / T), T = --temperature (default 1, public:
+                                       never fitted on the calibration data)
   --predictions FILE --targets FILE --bound B
                                        regression: one column of point predictions (score
                                        'absolute': min(|y - pred| / B, 1)) or two columns of
@@ -100,6 +107,11 @@ def register(subparsers) -> None:
     inputs = p.add_argument_group("inputs (one kind)")
     inputs.add_argument("--scores", metavar="FILE", help="conformity scores in [0, 1], shape (n,)")
     inputs.add_argument("--probs", metavar="FILE", help="class probabilities, shape (n, K)")
+    inputs.add_argument(
+        "--logits",
+        metavar="FILE",
+        help="class logits, shape (n, K): probabilities softmax(logits / --temperature)",
+    )
     inputs.add_argument("--labels", metavar="FILE", help="true class indices 0..K-1, shape (n,)")
     inputs.add_argument(
         "--predictions",
@@ -129,6 +141,13 @@ def register(subparsers) -> None:
         help="score: lac (default for --probs), aps, raps; absolute (default for one column of "
         "--predictions) or cqr (default for two columns)",
     )
+    release.add_argument(
+        "--temperature",
+        type=float_arg,
+        metavar="T",
+        help="softmax temperature T > 0 for --logits (default 1); public: fixed in advance or "
+        "fitted on other people, never on the calibration data",
+    )
     release.add_argument("--lam", type=float_arg, help="RAPS penalty λ (default 0.01)")
     release.add_argument("--k-reg", type=int, help="RAPS ranks free of penalty (default 5)")
     release.add_argument(
@@ -144,7 +163,7 @@ def register(subparsers) -> None:
         type=seed_arg,
         default=None,
         help="seed for a reproducible run: experiments only, since anyone who knows the seed "
-        "can undo the noise (default: fresh OS entropy)",
+        "can undo the noise (default: fresh OS entropy); the output then says 'seeded'",
     )
     out = p.add_argument_group("output")
     out.add_argument(
@@ -158,7 +177,7 @@ def register(subparsers) -> None:
 def _only(args, allowed: set[str], mode: str) -> None:
     given = {
         name
-        for name in ("scores", "probs", "labels", "predictions", "targets", "bound")
+        for name in ("scores", "probs", "logits", "labels", "predictions", "targets", "bound")
         if getattr(args, name, None) is not None
     }
     extra = sorted(given - allowed)
@@ -174,14 +193,17 @@ def input_mode(args) -> str:
         for name, flag in (
             ("scores", "scores"),
             ("classification", "probs"),
+            ("classification", "logits"),
             ("regression", "predictions"),
         )
         if getattr(args, flag, None) is not None
     ]
     if not modes:
-        raise ValueError("give one input: --scores FILE, --probs FILE, or --predictions FILE")
+        raise ValueError(
+            "give one input: --scores FILE, --probs FILE, --logits FILE or --predictions FILE"
+        )
     if len(modes) > 1:
-        raise ValueError("give only one of --scores, --probs, --predictions")
+        raise ValueError("give only one of --scores, --probs, --logits, --predictions")
     return modes[0]
 
 
@@ -203,17 +225,17 @@ def regression_score_name(args, n_columns: int) -> str:
 
 
 def _classification_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
-    from dpuq._validation import check_probabilities
     from dpuq.conformal.scores import score_function
-    from dpuq.io import read_matrix, read_vector
+    from dpuq.io import read_vector
 
-    _only(args, {"probs", "labels"}, "--probs")
+    flag = "--logits" if getattr(args, "logits", None) is not None else "--probs"
+    _only(args, {flag[2:], "labels"}, flag)
     if args.labels is None:
-        raise ValueError("--probs needs --labels FILE (the true class indices)")
+        raise ValueError(f"{flag} needs --labels FILE (the true class indices)")
     name = args.score or "lac"
     if name not in CLASSIFICATION_SCORES:
-        raise ValueError(f"--score {name} is for regression; use lac, aps or raps with --probs")
-    probs = check_probabilities(read_matrix(args.probs, "--probs"), f"--probs {args.probs!r}")
+        raise ValueError(f"--score {name} is for regression; use lac, aps or raps with {flag}")
+    probs, input_meta = read_probabilities(args)
     labels = read_vector(args.labels, "--labels", integer=True)
     params: dict[str, Any] = {}
     if name == "raps":
@@ -228,9 +250,31 @@ def _classification_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
             f"--labels has {labels.size} entries but --probs has {probs.shape[0]} rows"
         )
     scores = score_function(name)(probs, labels, **params)
-    meta = {"task": "classification", "score": {"name": name, **params}}
+    meta = {"task": "classification", "score": {"name": name, **params}, **input_meta}
     meta["n_classes"] = int(probs.shape[1])
     return scores, meta
+
+
+def read_probabilities(args, temperature: float | None = None) -> tuple[np.ndarray, dict]:
+    """Class probabilities from ``--probs`` or ``softmax(--logits / T)``, and how they were made.
+
+    ``temperature`` (from a calibration file) overrides ``args.temperature``.
+    """
+    from dpuq._validation import check_probabilities
+    from dpuq.conformal.logits import check_temperature, softmax
+    from dpuq.io import read_matrix
+
+    logits = getattr(args, "logits", None)
+    if logits is None:
+        if getattr(args, "temperature", None) is not None:
+            raise ValueError("--temperature applies to --logits only")
+        raw = read_matrix(args.probs, "--probs", keep_float=True)
+        return check_probabilities(raw, f"--probs {args.probs!r}"), {}
+    if temperature is None:
+        given = getattr(args, "temperature", None)
+        temperature = 1.0 if given is None else check_temperature(given, "--temperature")
+    probs = softmax(read_matrix(logits, "--logits"), temperature, name=f"--logits {logits!r}")
+    return probs, {"input": "logits", "temperature": temperature}
 
 
 def _regression_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
@@ -326,7 +370,8 @@ def run(args: argparse.Namespace) -> int:
         f"released threshold {cal.threshold:.6g} ({state}) from n = {cal.n} calibration "
         f"scores at alpha = {cal.alpha:g}, epsilon = {cal.epsilon:g} (pure DP, delta = 0)\n"
         f"level q̃ = {cal.level:.4f}, bins m = {cal.n_bins}, gamma = {cal.gamma:.4g}\n"
-        f"wrote {out}",
+        + (f"{SEEDED_LINE}\n" if args.seed is not None else "")
+        + f"wrote {out}",
         file=sys.stdout,
     )
     return 0

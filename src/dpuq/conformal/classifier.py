@@ -95,6 +95,33 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         self.score_params = score_params
         self.random_state = random_state
 
+    @classmethod
+    def from_logits(
+        cls, model: Any, *, temperature: float = 1.0, **params: Any
+    ) -> PrivateConformalClassifier:
+        """A private conformal classifier on a model that outputs logits.
+
+        Probabilities are ``softmax(logits / temperature)``
+        (:class:`~dpuq.conformal.logits.LogitsModel`): the model may be a torch ``nn.Module``,
+        a scikit-learn model (``decision_function``) or any callable returning (n, K) logits.
+        The temperature must be public: fixed in advance or fitted on other people than the
+        calibration set. Other keyword arguments are those of the constructor.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> logit_fn = lambda X: np.column_stack([X[:, 0], -X[:, 0]])
+        >>> clf = PrivateConformalClassifier.from_logits(logit_fn, epsilon=1.0, random_state=0)
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(2000, 1))
+        >>> y = (rng.random(2000) < 1 / (1 + np.exp(2 * X[:, 0]))).astype(int)
+        >>> clf.conformalize(X, y).predict_set(X[:2]).shape
+        (2, 2)
+        """
+        from dpuq.conformal.logits import LogitsModel
+
+        return cls(LogitsModel(model, temperature), **params)
+
     # ------------------------------------------------------------------ helpers
     def _proba(self, X) -> np.ndarray:
         est = self._model()

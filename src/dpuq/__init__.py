@@ -6,7 +6,10 @@ draws noise takes ``random_state``; the default ``None`` uses fresh OS entropy (
 releases); an int or Generator makes a run reproducible (for experiments and tests only).
 """
 
+import logging as _logging
+
 from dpuq._validation import NotFittedError
+from dpuq._version import __version__
 from dpuq.conformal import (
     PrivateCalibration,
     PrivateConformalClassifier,
@@ -79,7 +82,9 @@ from dpuq.quantile import (
 )
 from dpuq.report import PrivacyReport
 
-__version__ = "0.1.0"
+# library code logs through `logging` under the "dpuq" logger and never prints; the
+# application (or `logging.basicConfig`) decides where records go
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 # DP-SGD / DP-SGLD training needs torch and opacus (the ``torch`` extra): imported on first use,
 # and kept out of ``__all__`` so that ``from dpuq import *`` works without torch.

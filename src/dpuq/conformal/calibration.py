@@ -8,6 +8,7 @@ draw of :func:`dpuq.quantile.private_quantile` at the data-independent level q̃
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from dataclasses import dataclass
@@ -41,6 +42,9 @@ __all__ = [
     "coverage_upper_bound",
     "split_conformal_threshold",
 ]
+
+
+logger = logging.getLogger(__name__)
 
 
 class UninformativeReleaseWarning(UserWarning):
@@ -204,6 +208,11 @@ def calibrate(
         notes=tuple(notes),
         seeded=random_state is not None,
     )
+    # only released and public values are logged (never scores or counts)
+    logger.debug(
+        "calibrate: released threshold %.6g at n=%d, alpha=%g, epsilon=%g, bins=%d, level=%.6g",
+        threshold, n, alpha, epsilon, m, q,
+    )  # fmt: skip
     return PrivateCalibration(
         threshold=float(threshold),
         level=float(q),

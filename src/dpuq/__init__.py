@@ -3,13 +3,14 @@
 Private prediction sets (split conformal with an ε-DP calibration quantile), private
 bootstrap confidence intervals, and the mechanisms under them. Randomness: every function that
 draws noise takes ``random_state``; the default ``None`` uses fresh OS entropy (for real
-releases); an int or Generator makes a run reproducible (for experiments and tests only).
+releases); an int (or, for functions, a Generator) makes a run reproducible (for experiments
+and tests only) and the privacy report then says "seeded".
 """
 
 import logging as _logging
 
 from dpuq._validation import NotFittedError
-from dpuq._version import __version__
+from dpuq._version import __version__ as __version__
 from dpuq.conformal import (
     PrivateCalibration,
     PrivateConformalClassifier,
@@ -24,7 +25,9 @@ from dpuq.conformal import (
     cqr_scores,
     lac_scores,
     prediction_sets,
+    public_bound,
     raps_scores,
+    softmax,
     split_conformal_threshold,
 )
 from dpuq.inference import (
@@ -157,9 +160,11 @@ __all__ = [
     "private_quantile_log_distribution",
     "private_quantiles",
     "private_studentized_cdf",
+    "public_bound",
     "raps_scores",
     "reliability_curve",
     "set_sizes",
+    "softmax",
     "split_conformal_threshold",
     "static_calibration_error",
 ]

@@ -1,5 +1,6 @@
 """Conformal prediction: scores, private and split calibration, sets, estimators."""
 
+from dpuq.conformal.bound import InSampleResidualsWarning, PublicBound, public_bound
 from dpuq.conformal.calibration import (
     PrivateCalibration,
     UninformativeReleaseWarning,
@@ -8,6 +9,7 @@ from dpuq.conformal.calibration import (
     split_conformal_threshold,
 )
 from dpuq.conformal.classifier import PrivateConformalClassifier
+from dpuq.conformal.logits import LogitsModel, softmax
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -19,9 +21,12 @@ from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores
 from dpuq.conformal.sets import prediction_sets
 
 __all__ = [
+    "InSampleResidualsWarning",
+    "LogitsModel",
     "PrivateCalibration",
     "PrivateConformalClassifier",
     "PrivateConformalRegressor",
+    "PublicBound",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
@@ -32,6 +37,8 @@ __all__ = [
     "cqr_scores",
     "lac_scores",
     "prediction_sets",
+    "public_bound",
     "raps_scores",
+    "softmax",
     "split_conformal_threshold",
 ]

@@ -117,3 +117,19 @@ def test_demo_without_the_torch_extra_prints_the_install_command(capsys, monkeyp
     assert "torch, opacus" in err[0]
     assert demo_command.INSTALL_COMMAND in err[0]
     assert not (tmp_path / "r").exists()
+
+
+def test_demo_output_says_seeded_only_when_seeded(tmp_path, capsys):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.full(3, 0.5), size=600)
+    labels = np.array([rng.choice(3, p=p) for p in probs])
+    np.save(tmp_path / "p.npy", probs)
+    np.save(tmp_path / "y.npy", labels)
+    base = ["demo", "--probs", str(tmp_path / "p.npy"), "--labels", str(tmp_path / "y.npy")]
+    base += ["--splits", "5", "--no-report", "--no-progress"]
+    assert main([*base, "--seed", "4"]) == 0
+    assert "seeded run (--seed 4)" in capsys.readouterr().out
+    assert main(base) == 0
+    assert "seeded run" not in capsys.readouterr().out

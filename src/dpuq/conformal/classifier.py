@@ -41,7 +41,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     score : {"lac", "aps", "raps"}, default "lac"
     n_bins : "auto" or int, default "auto"
     prefit : bool, default True
-        If False, ``fit(X, y)`` trains the estimator first.
+        If False, ``fit(X, y)`` trains a clone of the estimator into ``estimator_`` (the
+        ``estimator`` parameter itself is left untouched, as in scikit-learn).
     score_params : dict, optional
         Extra keyword arguments of the score (e.g. ``{"lam": 0.01, "k_reg": 5}`` for RAPS,
         ``{"randomized": True}`` for APS/RAPS).

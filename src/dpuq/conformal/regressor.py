@@ -66,7 +66,9 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         calibration data.
     n_bins : "auto" or int, default "auto"
     prefit : bool, default True
-        If False, ``fit(X, y)`` trains the estimator(s) first.
+        If False, ``fit(X, y)`` trains clones of the estimator(s) into ``estimator_`` (the
+        ``estimator`` parameter itself is left untouched, as in scikit-learn). For the bound,
+        see :func:`dpuq.public_bound`.
     random_state : None or int
         None (default) draws fresh OS entropy at every release: use it for real releases. An
         int seed gives the same release at every call on the same data (experiments and tests

@@ -181,3 +181,26 @@ class TestCli:
             *args, "-o", tmp_path / "d.json",
         )  # fmt: skip
         assert code == 2 and "--temperature" in err and len(err.strip().splitlines()) == 1
+
+
+def test_torch_and_pandas_through_the_estimators():
+    torch = pytest.importorskip("torch")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 2))
+    y = X[:, 0] + 0.3 * rng.normal(size=600)
+    net = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        net.weight[:] = torch.tensor([[1.0, 0.0]])
+        net.bias[:] = 0.0
+
+    def predict(X):  # returns a tensor that requires grad
+        return net(torch.tensor(np.array(X), dtype=torch.float32))[:, 0]
+
+    reg = dpuq.PrivateConformalRegressor(predict, epsilon=2.0, bound=2.0, random_state=0)
+    iv = reg.conformalize(pd.DataFrame(X[:400]), pd.Series(y[:400])).predict_interval(X[400:])
+    assert np.all(np.isfinite(iv)) and np.mean((iv[:, 0] <= y[400:]) & (y[400:] <= iv[:, 1])) > 0.8
+    stumps = dpuq.DecisionStumps(np.linspace(-2, 2, 9), n_features=2)
+    clf = dpuq.PrivateERMClassifier(stumps, epsilon=2.0, random_state=0)
+    clf.fit(torch.tensor(X), pd.Series((X[:, 0] > 0).astype(int)))
+    assert clf.score(pd.DataFrame(X), torch.tensor((X[:, 0] > 0).astype(int))) > 0.8

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._validation import check_array_1d, check_epsilon, check_in_open_unit
+from dpuq._validation import as_array, check_array_1d, check_epsilon, check_in_open_unit
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
 
@@ -67,9 +67,9 @@ class PublicBound:
 
 def _predict(est, X) -> np.ndarray:
     if hasattr(est, "predict"):
-        return np.asarray(est.predict(X), dtype=float)
+        return np.asarray(as_array(est.predict(X), "predictions"), dtype=float)
     if callable(est):
-        return np.asarray(est(X), dtype=float)
+        return np.asarray(as_array(est(X), "predictions"), dtype=float)
     raise TypeError("estimator must have a predict method or be a callable")
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._validation import check_array_1d, check_epsilon
+from dpuq._validation import as_array, check_array_1d, check_epsilon
 from dpuq.conformal._base import _PrivateConformalBase
 from dpuq.conformal.calibration import PrivateCalibration, calibrate
 from dpuq.conformal.regression_scores import (
@@ -135,9 +135,9 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     @staticmethod
     def _call(est, X) -> np.ndarray:
         if hasattr(est, "predict"):
-            return np.asarray(est.predict(X))
+            return as_array(est.predict(X), "estimator's predictions")
         if callable(est):
-            return np.asarray(est(X))
+            return as_array(est(X), "estimator's predictions")
         raise TypeError("estimator must have a predict method or be a callable")
 
     def _is_pair(self) -> bool:

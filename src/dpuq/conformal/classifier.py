@@ -58,6 +58,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     calibration_ : PrivateCalibration
     privacy_report_ : PrivacyReport
     classes_ : ndarray
+    estimator_ : object
+        The trained clone of ``estimator`` (``prefit=False`` only).
 
     Examples
     --------

@@ -85,6 +85,8 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     bound_ : float
         The public bound used at calibration (the intervals use this one).
     score_ : str
+    estimator_ : object or pair
+        The trained clone(s) of ``estimator`` (``prefit=False`` only).
 
     Examples
     --------

@@ -133,3 +133,16 @@ def test_demo_output_says_seeded_only_when_seeded(tmp_path, capsys):
     assert "seeded run (--seed 4)" in capsys.readouterr().out
     assert main(base) == 0
     assert "seeded run" not in capsys.readouterr().out
+
+
+def test_importing_dpuq_does_not_import_scikit_learn_or_torch():
+    """Every CLI call imports dpuq: keep it light (the estimators load scikit-learn lazily)."""
+    import subprocess
+
+    code = "import sys, dpuq; print(sorted({'sklearn', 'torch', 'pandas'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+    assert dpuq.PrivateConformalClassifier.__module__ == "dpuq.conformal.classifier"
+    assert "PrivateERMClassifier" in dpuq.__all__

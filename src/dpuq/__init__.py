@@ -13,8 +13,6 @@ from dpuq._validation import NotFittedError
 from dpuq._version import __version__ as __version__
 from dpuq.conformal import (
     PrivateCalibration,
-    PrivateConformalClassifier,
-    PrivateConformalRegressor,
     UninformativeReleaseWarning,
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -46,10 +44,8 @@ from dpuq.learning import (
     ConceptList,
     DecisionStumps,
     Intervals,
-    PrivateERMClassifier,
     TabulatedConcepts,
     Thresholds,
-    pac_sample_complexity,
 )
 from dpuq.mechanisms import (
     exponential_mechanism,
@@ -94,7 +90,21 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 _LAZY_TRAINING = ("train_classifier", "DPSGLDOptimizer", "PolynomialDecay", "predict_proba")
 
 
+# The estimators subclass scikit-learn's BaseEstimator: imported on first use, so that
+# `import dpuq` (and so every CLI call) does not pay for importing scikit-learn.
+_LAZY_ESTIMATORS = {
+    "PrivateConformalClassifier": "dpuq.conformal.classifier",
+    "PrivateConformalRegressor": "dpuq.conformal.regressor",
+    "PrivateERMClassifier": "dpuq.learning.erm",
+    "pac_sample_complexity": "dpuq.learning.erm",
+}
+
+
 def __getattr__(name: str):
+    if name in _LAZY_ESTIMATORS:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY_ESTIMATORS[name]), name)
     if name in _LAZY_TRAINING:
         import dpuq.training
 

@@ -21,10 +21,16 @@ import dataclasses
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 
+from dpuq import _validation
 from dpuq.mechanisms.randomness import check_estimator_random_state, check_random_state
 
-__all__ = ["PrivateEstimator"]
+__all__ = ["NotFittedError", "PrivateEstimator"]
+
+
+class NotFittedError(_validation.NotFittedError, _SklearnNotFittedError):
+    """The estimators' not-fitted error: both ``dpuq.NotFittedError`` and scikit-learn's."""
 
 
 class PrivateEstimator(BaseEstimator):

@@ -10,7 +10,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 
 __all__ = [
     "NotFittedError",
@@ -25,11 +24,11 @@ __all__ = [
 ]
 
 
-class NotFittedError(_SklearnNotFittedError):
+class NotFittedError(ValueError, AttributeError):
     """Raised when a method needs a fitted or conformalized estimator.
 
-    A subclass of scikit-learn's error of the same name (itself a ``ValueError`` and an
-    ``AttributeError``), so scikit-learn's tools recognise it.
+    Subclasses ``ValueError`` and ``AttributeError`` like scikit-learn's error of the same name;
+    the estimators raise a subclass that is also scikit-learn's (``dpuq._estimator``).
     """
 
 

@@ -8,7 +8,6 @@ from dpuq.conformal.calibration import (
     coverage_upper_bound,
     split_conformal_threshold,
 )
-from dpuq.conformal.classifier import PrivateConformalClassifier
 from dpuq.conformal.logits import LogitsModel, softmax
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
@@ -16,7 +15,6 @@ from dpuq.conformal.regression_scores import (
     cqr_intervals,
     cqr_scores,
 )
-from dpuq.conformal.regressor import PrivateConformalRegressor
 from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores
 from dpuq.conformal.sets import prediction_sets
 
@@ -42,3 +40,18 @@ __all__ = [
     "softmax",
     "split_conformal_threshold",
 ]
+
+# the estimators subclass scikit-learn's BaseEstimator: imported on first use, so that
+# `import dpuq` (and every CLI call) does not pay for importing scikit-learn
+_LAZY = {
+    "PrivateConformalClassifier": "dpuq.conformal.classifier",
+    "PrivateConformalRegressor": "dpuq.conformal.regressor",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'dpuq.conformal' has no attribute {name!r}")

@@ -14,8 +14,8 @@ import copy
 import numpy as np
 from sklearn.base import MetaEstimatorMixin
 
-from dpuq._estimator import PrivateEstimator
-from dpuq._validation import NotFittedError, check_alpha
+from dpuq._estimator import NotFittedError, PrivateEstimator
+from dpuq._validation import check_alpha
 
 
 def _clone_model(est):

@@ -15,7 +15,6 @@ import math
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from dpuq._validation import _as_float, as_array
 
@@ -94,7 +93,7 @@ def _is_torch_module(model) -> bool:
     return torch is not None and isinstance(model, torch.nn.Module)
 
 
-class LogitsModel(BaseEstimator):
+class LogitsModel:
     """A classifier with ``predict_proba = softmax(logits / temperature)`` of a logit model.
 
     Wraps anything that gives logits: a scikit-learn model (``decision_function``), an object
@@ -118,6 +117,21 @@ class LogitsModel(BaseEstimator):
     def __init__(self, model: Any, temperature: float = 1.0) -> None:
         self.model = model
         self.temperature = temperature
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters (scikit-learn's ``clone`` uses them)."""
+        return {"model": self.model, "temperature": self.temperature}
+
+    def set_params(self, **params: Any) -> LogitsModel:
+        """Set constructor parameters; returns self."""
+        for key, value in params.items():
+            if key not in ("model", "temperature"):
+                raise ValueError(f"invalid parameter {key!r} for LogitsModel")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        return f"LogitsModel({self.model!r}, temperature={self.temperature!r})"
 
     @property
     def classes_(self) -> np.ndarray:

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import ClassifierMixin
 
-from dpuq._estimator import PrivateEstimator
-from dpuq._validation import NotFittedError, check_epsilon, check_in_open_unit, check_positive_int
+from dpuq._estimator import NotFittedError, PrivateEstimator
+from dpuq._validation import check_epsilon, check_in_open_unit, check_positive_int
 from dpuq.learning.concepts import ConceptClass, as_concept_class, check_binary_labels
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,

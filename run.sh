@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dpuq's entry point for users and CI. Each sub-command sets up .venv by itself (idempotent).
 #   ./run.sh demo [ARGS]   the main job: `dpuq demo` on sklearn's digits
-#   ./run.sh test          lint + the default test suite (what CI runs; see .ci/run)
+#   ./run.sh test          lint + the docs site (strict) + the default test suite (CI; .ci/run)
 #   ./run.sh slow          the slow statistical suites (pytest -m slow)
 #   ./run.sh bench         the benchmarks (medians into docs/benchmarks.md)
 #   ./run.sh dpuq ARGS     any other dpuq command
@@ -57,6 +57,14 @@ headless_browser() {
   return 0
 }
 
+# The documentation site (mkdocs.yml), warnings as errors, offline; built into a temp dir.
+docs_site() {
+  local site
+  site=$(mktemp -d)
+  NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet --site-dir "$site"
+  rm -rf "$site"
+}
+
 cmd=${1:-help}
 shift || true
 case "$cmd" in
@@ -68,6 +76,7 @@ case "$cmd" in
     setup
     "$VENV/bin/ruff" check src tests benchmarks
     "$VENV/bin/ruff" format --check src tests benchmarks
+    docs_site
     exec "$VENV/bin/python" -m pytest -m "not slow" "$@"
     ;;
   slow)

@@ -16,8 +16,8 @@ FORBIDDEN = re.compile(
 )
 # (file relative to src/dpuq, forbidden call): why it is not noise of a mechanism
 ALLOWED = {
-    ("_bin_simulation.py", "standard_exponential"): "planning simulation of uniform order statistics "
-    "with a fixed public seed (auto_n_bins); data-independent, releases nothing",
+    ("_bin_simulation.py", "standard_exponential"): "planning simulation of uniform order "
+    "statistics with a fixed public seed (auto_n_bins); data-independent, releases nothing",
 }
 
 

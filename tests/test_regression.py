@@ -114,7 +114,7 @@ class TestCoverage:
         for k in range(splits):
             reg = dpuq.PrivateConformalRegressor(
                 model, epsilon=eps, confidence_level=1 - ALPHA, score=score, bound=bound,
-                n_bins=m, random_state=rng,
+                n_bins=m, random_state=int(rng.integers(2**32)),
             ).conformalize(x[k, :n_cal], y[k, :n_cal])  # fmt: skip
             iv = reg.predict_interval(x[k, n_cal:])
             yt = y[k, n_cal:]

@@ -3,15 +3,17 @@
 Private prediction sets (split conformal with an ε-DP calibration quantile), private
 bootstrap confidence intervals, and the mechanisms under them. Randomness: every function that
 draws noise takes ``random_state``; the default ``None`` uses fresh OS entropy (for real
-releases); an int or Generator makes a run reproducible (for experiments and tests only).
+releases); an int (or, for functions, a Generator) makes a run reproducible (for experiments
+and tests only) and the privacy report then says "seeded".
 """
 
+import logging as _logging
+
 from dpuq._validation import NotFittedError
+from dpuq._version import __version__ as __version__
 from dpuq.conformal import (
     ClassConditionalCalibration,
     PrivateCalibration,
-    PrivateConformalClassifier,
-    PrivateConformalRegressor,
     UninformativeReleaseWarning,
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -23,7 +25,9 @@ from dpuq.conformal import (
     cqr_scores,
     lac_scores,
     prediction_sets,
+    public_bound,
     raps_scores,
+    softmax,
     split_conformal_threshold,
 )
 from dpuq.inference import (
@@ -42,10 +46,8 @@ from dpuq.learning import (
     ConceptList,
     DecisionStumps,
     Intervals,
-    PrivateERMClassifier,
     TabulatedConcepts,
     Thresholds,
-    pac_sample_complexity,
 )
 from dpuq.ledger import BudgetExceededError, Ledger
 from dpuq.mechanisms import (
@@ -86,14 +88,30 @@ from dpuq.planning import (
 )
 from dpuq.report import PrivacyReport
 
-__version__ = "0.1.0"
+# library code logs through `logging` under the "dpuq" logger and never prints; the
+# application (or `logging.basicConfig`) decides where records go
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 # DP-SGD / DP-SGLD training needs torch and opacus (the ``torch`` extra): imported on first use,
 # and kept out of ``__all__`` so that ``from dpuq import *`` works without torch.
 _LAZY_TRAINING = ("train_classifier", "DPSGLDOptimizer", "PolynomialDecay", "predict_proba")
 
 
+# The estimators subclass scikit-learn's BaseEstimator: imported on first use, so that
+# `import dpuq` (and so every CLI call) does not pay for importing scikit-learn.
+_LAZY_ESTIMATORS = {
+    "PrivateConformalClassifier": "dpuq.conformal.classifier",
+    "PrivateConformalRegressor": "dpuq.conformal.regressor",
+    "PrivateERMClassifier": "dpuq.learning.erm",
+    "pac_sample_complexity": "dpuq.learning.erm",
+}
+
+
 def __getattr__(name: str):
+    if name in _LAZY_ESTIMATORS:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY_ESTIMATORS[name]), name)
     if name in _LAZY_TRAINING:
         import dpuq.training
 
@@ -165,9 +183,11 @@ __all__ = [
     "private_quantile_log_distribution",
     "private_quantiles",
     "private_studentized_cdf",
+    "public_bound",
     "raps_scores",
     "reliability_curve",
     "set_sizes",
+    "softmax",
     "split_conformal_threshold",
     "static_calibration_error",
 ]

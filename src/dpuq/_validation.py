@@ -13,6 +13,7 @@ import numpy as np
 
 __all__ = [
     "NotFittedError",
+    "as_array",
     "check_alpha",
     "check_array_1d",
     "check_epsilon",
@@ -26,8 +27,55 @@ __all__ = [
 class NotFittedError(ValueError, AttributeError):
     """Raised when a method needs a fitted or conformalized estimator.
 
-    Subclasses ``ValueError`` and ``AttributeError`` like scikit-learn's error of the same name.
+    Subclasses ``ValueError`` and ``AttributeError`` like scikit-learn's error of the same name;
+    the estimators raise a subclass that is also scikit-learn's (``dpuq._estimator``).
     """
+
+
+def as_array(x, name: str = "x") -> np.ndarray:
+    """``x`` as a numpy array, converting the containers users hold at the boundary.
+
+    Accepts numpy arrays and anything :func:`numpy.asarray` takes, torch tensors (detached and
+    moved to the CPU; their dtype is kept, so float16/float32 tolerances still apply), pandas
+    and polars Series/DataFrames (``to_numpy()``). Only the container changes: values and
+    dtypes are checked by the caller.
+
+    Examples
+    --------
+    >>> as_array([[0.2, 0.8]]).shape
+    (1, 2)
+    """
+    if isinstance(x, np.ndarray):
+        return x
+    module = type(x).__module__.split(".")[0]
+    if module == "torch" and hasattr(x, "detach"):
+        return x.detach().cpu().numpy()
+    if module in ("pandas", "polars") and hasattr(x, "to_numpy"):
+        try:
+            return np.asarray(x.to_numpy())
+        except Exception as exc:  # e.g. missing values in a nullable column
+            raise ValueError(f"{name}: cannot convert the {type(x).__name__}: {exc}") from None
+    return np.asarray(x)
+
+
+def probability_tolerance(dtype, n_classes: int) -> float:
+    """How far from 1 a row of ``n_classes`` probabilities of ``dtype`` may sum: 1e-6 or more.
+
+    A row stored in float16/float32 sums to 1 only within its own precision: each of the
+    ``K`` entries carries a rounding error up to half an ulp, so the sum is within
+    ``K · eps(dtype)`` of 1 (with a factor 2 of headroom for the summation).
+
+    Examples
+    --------
+    >>> probability_tolerance(np.float64, 10)
+    1e-06
+    >>> float(probability_tolerance(np.float16, 10)) > 1e-3
+    True
+    """
+    kind = np.dtype(dtype)
+    if kind.kind != "f" or kind.itemsize >= 8:
+        return 1e-6
+    return max(1e-6, float(n_classes) * float(np.finfo(kind).eps))
 
 
 def _as_float(value, name: str) -> float:
@@ -76,7 +124,7 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
 def check_array_1d(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
     """Return a finite 1-d float array."""
     try:
-        arr = np.asarray(x, dtype=float)
+        arr = np.asarray(as_array(x, name), dtype=float)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numeric: {exc}") from None
     if arr.ndim != 1:
@@ -96,7 +144,7 @@ def check_scores(scores, name: str = "scores", *, ndim: int | None = 1) -> np.nd
     or extreme value, which would be data-dependent and not released (issue 12).
     """
     try:
-        arr = np.asarray(scores, dtype=float)
+        arr = np.asarray(as_array(scores, name), dtype=float)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numeric: {exc}") from None
     if ndim is not None and arr.ndim != ndim:
@@ -115,9 +163,16 @@ def check_scores(scores, name: str = "scores", *, ndim: int | None = 1) -> np.nd
     return arr
 
 
-def check_probabilities(probs, name: str = "probs", *, atol: float = 1e-6) -> np.ndarray:
-    """Return an (n, K) array of class probabilities, rows >= 0 summing to 1 within ``atol``."""
+def check_probabilities(probs, name: str = "probs", *, atol: float | None = None) -> np.ndarray:
+    """Return an (n, K) array of class probabilities, rows >= 0 summing to 1 within ``atol``.
+
+    ``atol=None`` (default) is 1e-6, widened for float16/float32 input to its own precision
+    (:func:`probability_tolerance`); such rows are returned in float64 divided by their sums,
+    which removes only their rounding, so later checks at 1e-6 accept them. Torch tensors and
+    pandas/polars frames are accepted.
+    """
     try:
+        probs = as_array(probs, name)
         arr = np.asarray(probs, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numeric: {exc}") from None
@@ -134,6 +189,10 @@ def check_probabilities(probs, name: str = "probs", *, atol: float = 1e-6) -> np
     if negative:
         raise ValueError(f"{name} has {negative} negative value(s); probabilities must be >= 0")
     sums = arr.sum(axis=1)
+    dtype = np.dtype(getattr(probs, "dtype", np.float64))
+    widened = atol is None and dtype.kind == "f" and dtype.itemsize < 8
+    if atol is None:
+        atol = probability_tolerance(dtype, arr.shape[1])
     off = np.abs(sums - 1.0) > atol
     if off.any():
         i = int(np.argmax(off))
@@ -141,12 +200,14 @@ def check_probabilities(probs, name: str = "probs", *, atol: float = 1e-6) -> np
             f"{name}: {int(off.sum())} row(s) do not sum to 1 (within {atol:g}); "
             f"row {i} sums to {sums[i]:.8g}. Pass probabilities, not logits or scores."
         )
+    if widened:
+        arr = arr / sums[:, None]
     return arr
 
 
 def check_labels(labels, n_classes: int, n_samples: int, name: str = "labels") -> np.ndarray:
     """Return integer labels in ``0..n_classes-1`` with ``n_samples`` entries."""
-    arr = np.asarray(labels)
+    arr = as_array(labels, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.shape[0] != n_samples:

@@ -211,8 +211,14 @@ def read_vector(path, name: str, *, integer: bool = False) -> np.ndarray:
     return arr
 
 
-def read_matrix(path, name: str, *, columns: int | None = None) -> np.ndarray:
-    """Read a 2-d float array of finite numbers (a 1-d file is one column)."""
+def read_matrix(
+    path, name: str, *, columns: int | None = None, keep_float: bool = False
+) -> np.ndarray:
+    """Read a 2-d float array of finite numbers (a 1-d file is one column).
+
+    ``keep_float=True`` keeps a float16/float32 file's dtype (so that checks can use its
+    precision); otherwise the result is float64.
+    """
     arr = read_array(path, name)
     label = _label(name, Path(path))
     if arr.dtype.kind == "b":
@@ -222,6 +228,8 @@ def read_matrix(path, name: str, *, columns: int | None = None) -> np.ndarray:
     if columns is not None and arr.shape[1] != columns:
         raise ValueError(f"{label}: expected {columns} column(s), got shape {arr.shape}")
     _check_finite(arr, label)
+    if keep_float and arr.dtype.kind == "f":
+        return arr
     return arr.astype(float, copy=False)
 
 

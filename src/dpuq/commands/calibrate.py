@@ -19,6 +19,10 @@ from dpuq.conformal.release_io import (  # noqa: F401  (re-exported for dpuq pre
 
 #: Largest --bins accepted: the edges array of 10^7 bins takes 80 MB (auto never goes beyond).
 MAX_BINS = 10_000_000
+SEEDED_LINE = (
+    "seeded (--seed): this release is reproducible from the seed; it is private only while "
+    "the seed stays secret"
+)
 
 DESCRIPTION = """\
 Release a conformal threshold with epsilon-differential privacy from held-out calibration
@@ -30,6 +34,9 @@ Give exactly one kind of input:
                                        (low = conforms); sets are {y : S(x, y) <= threshold}
   --probs FILE --labels FILE           classification: (n, K) class probabilities (rows sum
                                        to 1) and true class indices 0..K-1; --score lac|aps|raps
+  --logits FILE --labels FILE          classification from (n, K) logits: probabilities are
+                                       softmax(logits / T), T = --temperature (default 1, public:
+                                       never fitted on the calibration data)
   --predictions FILE --targets FILE --bound B
                                        regression: one column of point predictions (score
                                        'absolute': min(|y - pred| / B, 1)) or two columns of
@@ -105,6 +112,11 @@ def register(subparsers) -> None:
     inputs = p.add_argument_group("inputs (one kind)")
     inputs.add_argument("--scores", metavar="FILE", help="conformity scores in [0, 1], shape (n,)")
     inputs.add_argument("--probs", metavar="FILE", help="class probabilities, shape (n, K)")
+    inputs.add_argument(
+        "--logits",
+        metavar="FILE",
+        help="class logits, shape (n, K): probabilities softmax(logits / --temperature)",
+    )
     inputs.add_argument("--labels", metavar="FILE", help="true class indices 0..K-1, shape (n,)")
     inputs.add_argument(
         "--predictions",
@@ -134,6 +146,13 @@ def register(subparsers) -> None:
         help="score: lac (default for --probs), aps, raps; absolute (default for one column of "
         "--predictions) or cqr (default for two columns)",
     )
+    release.add_argument(
+        "--temperature",
+        type=float_arg,
+        metavar="T",
+        help="softmax temperature T > 0 for --logits (default 1); public: fixed in advance or "
+        "fitted on other people, never on the calibration data",
+    )
     release.add_argument("--lam", type=float_arg, help="RAPS penalty λ (default 0.01)")
     release.add_argument("--k-reg", type=int, help="RAPS ranks free of penalty (default 5)")
     release.add_argument(
@@ -156,7 +175,7 @@ def register(subparsers) -> None:
         type=seed_arg,
         default=None,
         help="seed for a reproducible run: experiments only, since anyone who knows the seed "
-        "can undo the noise (default: fresh OS entropy)",
+        "can undo the noise (default: fresh OS entropy); the output then says 'seeded'",
     )
     from dpuq.commands.class_conditional import HELP as CLASS_CONDITIONAL_HELP
 
@@ -176,7 +195,7 @@ def register(subparsers) -> None:
 def _only(args, allowed: set[str], mode: str) -> None:
     given = {
         name
-        for name in ("scores", "probs", "labels", "predictions", "targets", "bound")
+        for name in ("scores", "probs", "logits", "labels", "predictions", "targets", "bound")
         if getattr(args, name, None) is not None
     }
     extra = sorted(given - allowed)
@@ -192,14 +211,17 @@ def input_mode(args) -> str:
         for name, flag in (
             ("scores", "scores"),
             ("classification", "probs"),
+            ("classification", "logits"),
             ("regression", "predictions"),
         )
         if getattr(args, flag, None) is not None
     ]
     if not modes:
-        raise ValueError("give one input: --scores FILE, --probs FILE, or --predictions FILE")
+        raise ValueError(
+            "give one input: --scores FILE, --probs FILE, --logits FILE or --predictions FILE"
+        )
     if len(modes) > 1:
-        raise ValueError("give only one of --scores, --probs, --predictions")
+        raise ValueError("give only one of --scores, --probs, --logits, --predictions")
     return modes[0]
 
 
@@ -221,17 +243,17 @@ def regression_score_name(args, n_columns: int) -> str:
 
 
 def _classification_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
-    from dpuq._validation import check_probabilities
     from dpuq.conformal.scores import score_function
-    from dpuq.io import read_matrix, read_vector
+    from dpuq.io import read_vector
 
-    _only(args, {"probs", "labels"}, "--probs")
+    flag = "--logits" if getattr(args, "logits", None) is not None else "--probs"
+    _only(args, {flag[2:], "labels"}, flag)
     if args.labels is None:
-        raise ValueError("--probs needs --labels FILE (the true class indices)")
+        raise ValueError(f"{flag} needs --labels FILE (the true class indices)")
     name = args.score or "lac"
     if name not in CLASSIFICATION_SCORES:
-        raise ValueError(f"--score {name} is for regression; use lac, aps or raps with --probs")
-    probs = check_probabilities(read_matrix(args.probs, "--probs"), f"--probs {args.probs!r}")
+        raise ValueError(f"--score {name} is for regression; use lac, aps or raps with {flag}")
+    probs, input_meta = read_probabilities(args)
     labels = read_vector(args.labels, "--labels", integer=True)
     params: dict[str, Any] = {}
     if name == "raps":
@@ -249,9 +271,31 @@ def _classification_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
         )
     seed = {"random_state": args.seed} if params.get("randomized") else {}
     scores = score_function(name)(probs, labels, **params, **seed)
-    meta = {"task": "classification", "score": {"name": name, **params}}
+    meta = {"task": "classification", "score": {"name": name, **params}, **input_meta}
     meta["n_classes"] = int(probs.shape[1])
     return scores, meta
+
+
+def read_probabilities(args, temperature: float | None = None) -> tuple[np.ndarray, dict]:
+    """Class probabilities from ``--probs`` or ``softmax(--logits / T)``, and how they were made.
+
+    ``temperature`` (from a calibration file) overrides ``args.temperature``.
+    """
+    from dpuq._validation import check_probabilities
+    from dpuq.conformal.logits import check_temperature, softmax
+    from dpuq.io import read_matrix
+
+    logits = getattr(args, "logits", None)
+    if logits is None:
+        if getattr(args, "temperature", None) is not None:
+            raise ValueError("--temperature applies to --logits only")
+        raw = read_matrix(args.probs, "--probs", keep_float=True)
+        return check_probabilities(raw, f"--probs {args.probs!r}"), {}
+    if temperature is None:
+        given = getattr(args, "temperature", None)
+        temperature = 1.0 if given is None else check_temperature(given, "--temperature")
+    probs = softmax(read_matrix(logits, "--logits"), temperature, name=f"--logits {logits!r}")
+    return probs, {"input": "logits", "temperature": temperature}
 
 
 def _regression_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
@@ -373,6 +417,7 @@ def run(args: argparse.Namespace) -> int:
             else f"target rank {cal.level * cal.n:.2f} of {cal.n}, bins m = {cal.n_bins}, "
             f"certified coverage {cal.certified_coverage:.4f} (method certified)\n"
         )
+        + (f"{SEEDED_LINE}\n" if args.seed is not None else "")
         + f"wrote {out}",
         file=sys.stdout,
     )

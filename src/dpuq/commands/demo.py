@@ -3,7 +3,33 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
+
+#: The exact command that installs what the demo needs (torch first: the CPU wheel).
+INSTALL_COMMAND = (
+    "pip install torch --index-url https://download.pytorch.org/whl/cpu && "
+    "pip install 'dpuq[demo,torch]'"
+)
+_TRAINING_MODULES = ("torch", "opacus", "dp_accounting")
+_DEMO_MODULES = ("sklearn", "matplotlib")
+
+
+def missing_modules(trains: bool) -> list[str]:
+    """The modules the demo needs that are not installed (training needs the torch extra)."""
+    wanted = _DEMO_MODULES + (_TRAINING_MODULES if trains else ())
+    return [name for name in wanted if importlib.util.find_spec(name) is None]
+
+
+def check_extras(args: argparse.Namespace) -> None:
+    """Fail fast, in one line, with the install command, when an extra is missing."""
+    trains = not (args.probs or args.labels)
+    missing = missing_modules(trains)
+    if missing:
+        raise ImportError(
+            f"dpuq demo needs {', '.join(missing)} (the demo/torch extras); install with: "
+            f"{INSTALL_COMMAND}"
+        )
 
 
 def register(subparsers) -> None:
@@ -83,6 +109,7 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_extras(args)
     from dpuq.experiments.demo import DemoConfig, format_demo, run_demo, write_report
     from dpuq.experiments.output import check_output_dir
 
@@ -111,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
     )
     result = run_demo(config, show_progress=not args.no_progress)
     print(format_demo(result))
+    if args.seed is not None:
+        print(f"\nseeded run (--seed {args.seed}): reproducible by anyone who knows the seed")
     if not args.no_report:
         path = write_report(result, args.out, _command(args), show_progress=not args.no_progress)
         print(f"\nreport: {path} (open it in a browser); figures and summary.md beside it")

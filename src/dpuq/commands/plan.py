@@ -7,6 +7,8 @@ import math
 import sys
 from fractions import Fraction
 
+import numpy as np
+
 from dpuq.commands.calibrate import bins_arg, float_arg
 
 AUTO_NOTE = "  (auto: data-independent, no privacy cost)"
@@ -36,6 +38,7 @@ examples:
   dpuq plan --n 1000 --alpha 0.1 --epsilon 1 --method paper
   dpuq plan --alpha 0.1 --table
   dpuq plan --alpha 0.05 --table --n 500 1000 5000 --epsilon 0.5 1 2
+  dpuq plan --alpha 0.1 --bound --predictions cv_pred.csv --targets y_train.csv --held-out
 """
 
 
@@ -79,7 +82,71 @@ def register(subparsers) -> None:
         f"take lists (defaults {' '.join(map(str, DEFAULT_N_GRID))} and "
         f"{' '.join(f'{e:g}' for e in DEFAULT_EPSILON_GRID)})",
     )
+    bound = p.add_argument_group(
+        "regression bound (--bound): suggest the public bound B from TRAINING residuals"
+    )
+    bound.add_argument(
+        "--bound",
+        action="store_true",
+        help="suggest B as a quantile of training residuals (never the calibration data)",
+    )
+    bound.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help="predictions for the training people: (n,) points or (n, 2) quantiles (cqr); "
+        "cross-validated or from a model that did not see them",
+    )
+    bound.add_argument("--targets", metavar="FILE", help="their true outcomes, (n,)")
+    bound.add_argument(
+        "--quantile", type=float_arg, default=0.99, help="residual quantile (default 0.99)"
+    )
+    bound.add_argument(
+        "--held-out",
+        action="store_true",
+        help="the predictions are held out (cross-validated, or people the model never saw); "
+        "without it the residuals are taken as in-sample and a warning says B is likely small",
+    )
     p.set_defaults(func=run)
+
+
+def _suggest_bound(args) -> str:
+    """``dpuq plan --bound``: B from a file of training predictions (see dpuq.public_bound)."""
+    import warnings
+
+    from dpuq.conformal.bound import public_bound
+    from dpuq.io import read_matrix, read_vector
+
+    if args.predictions is None or args.targets is None:
+        raise ValueError("--bound needs --predictions FILE and --targets FILE")
+    pred = read_matrix(args.predictions, "--predictions")
+    y = read_vector(args.targets, "--targets")
+    if pred.shape[1] not in (1, 2):
+        raise ValueError(f"--predictions must have 1 or 2 columns, got {pred.shape[1]}")
+    score = "absolute" if pred.shape[1] == 1 else "cqr"
+    b = public_bound(
+        lambda X: pred if score == "cqr" else pred[:, 0],
+        np.zeros((y.size, 1)),
+        y,
+        score=score,
+        quantile=args.quantile,
+        cv=None,
+        held_out=True,
+    )
+    if not args.held_out:
+        warnings.warn(
+            "--predictions are taken as in-sample (the model saw these people): their "
+            "residuals understate new people's, so B is likely too small and the intervals may "
+            "be the whole line; use cross-validated predictions and pass --held-out",
+            UserWarning,
+            stacklevel=1,
+        )
+    kind = "held-out" if args.held_out else "IN-SAMPLE"
+    return (
+        f"suggested public bound B = {b.bound:.6g} ({score} score): the {b.quantile:g} quantile "
+        f"of {b.n} {kind} training residuals\n"
+        "B is a non-private function of the training people: fine if they are not protected; "
+        "otherwise use domain knowledge or dpuq.public_bound(..., epsilon=...)"
+    )
 
 
 def _plan(n: int, alpha: float, epsilon: float, bins, method: str):
@@ -184,6 +251,11 @@ def run(args: argparse.Namespace) -> int:
     from dpuq._validation import check_alpha, check_epsilon, check_positive_int
 
     alpha = check_alpha(args.alpha, "--alpha")
+    if getattr(args, "bound", False):
+        print(_suggest_bound(args), file=sys.stdout)
+        return 0
+    if args.predictions is not None or args.targets is not None:
+        raise ValueError("--predictions and --targets apply to --bound only")
     if args.bins != "auto":
         check_positive_int(args.bins, "--bins", minimum=2)
     ns = [check_positive_int(n, "--n") for n in (args.n or [])]

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from dpuq.commands.calibrate import read_probabilities
+
 DESCRIPTION = """\
 Turn a calibration released by `dpuq calibrate` into prediction sets (classification, or
 your own scores) or prediction intervals (regression) for new data. Uses only the released
@@ -15,6 +17,8 @@ values in the JSON file: no privacy cost, run it as often as you like.
 
 Give the new data in the same form as at calibration:
   --probs FILE         classification: (n, K) class probabilities -> sets of classes
+  --logits FILE        classification: (n, K) logits, turned into probabilities with the
+                       calibration's softmax temperature (1 if it was calibrated from --probs)
   --scores FILE        your own scores: (n, K) matrix, entry [i, k] = S(x_i, candidate k)
                        -> the candidates k with S <= threshold
   --predictions FILE   regression: (n,) point predictions ('absolute') or (n, 2)
@@ -47,6 +51,7 @@ def register(subparsers) -> None:
         help="the file written by `dpuq calibrate`",
     )
     p.add_argument("--probs", metavar="FILE", help="class probabilities of new data, (n, K)")
+    p.add_argument("--logits", metavar="FILE", help="class logits of new data, (n, K)")
     p.add_argument("--scores", metavar="FILE", help="score matrix of new data, (n, K)")
     p.add_argument(
         "--predictions", metavar="FILE", help="regression predictions of new data, (n,) or (n, 2)"
@@ -86,7 +91,11 @@ def load_calibration(path: str) -> dict[str, Any]:
 
 
 def _expect(args, flag: str, task: str, score: str) -> str:
-    given = [f for f in ("probs", "scores", "predictions") if getattr(args, f) is not None]
+    given = [
+        f
+        for f in ("probs", "logits", "scores", "predictions")
+        if getattr(args, f, None) is not None
+    ]
     what = f"this calibration is for {task} (score {score})"
     if flag not in given:
         raise ValueError(f"{what}: pass --{flag} FILE")
@@ -97,7 +106,7 @@ def _expect(args, flag: str, task: str, score: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpuq._validation import check_probabilities, check_scores
+    from dpuq._validation import check_scores
     from dpuq.conformal.regression_scores import absolute_residual_intervals, cqr_intervals
     from dpuq.conformal.scores import score_function
     from dpuq.conformal.sets import prediction_sets
@@ -135,11 +144,13 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     if task == "classification":
-        path = _expect(args, "probs", task, name)
-        probs = check_probabilities(read_matrix(path, "--probs"), f"--probs {path!r}")
+        flag = "logits" if getattr(args, "logits", None) is not None else "probs"
+        path = _expect(args, flag, task, name)
+        temperature = float(cal.get("temperature", 1.0)) if flag == "logits" else None
+        probs, _ = read_probabilities(args, temperature)
         if probs.shape[1] != cal["n_classes"]:
             raise ValueError(
-                f"--probs {path!r} has {probs.shape[1]} classes but the calibration has "
+                f"--{flag} {path!r} has {probs.shape[1]} classes but the calibration has "
                 f"{cal['n_classes']}"
             )
         params = {k: v for k, v in score.items() if k != "name"}

@@ -211,4 +211,9 @@ def run(args: argparse.Namespace) -> int:
         print(mod.format_result(result))
         mod.write_quadrants(result, out, command)
     print(f"\nwritten: {out}/ (summary.md, figures, results.json)")
+    if getattr(args, "seed", None) is not None:
+        print(
+            f"seeded (--seed {args.seed}): every release here is reproducible from the seed, "
+            "a demonstration rather than a private release"
+        )
     return 0

@@ -1,5 +1,6 @@
 """Conformal prediction: scores, private and split calibration, sets, estimators."""
 
+from dpuq.conformal.bound import InSampleResidualsWarning, PublicBound, public_bound
 from dpuq.conformal.calibration import (
     PrivateCalibration,
     UninformativeReleaseWarning,
@@ -8,22 +9,24 @@ from dpuq.conformal.calibration import (
     split_conformal_threshold,
 )
 from dpuq.conformal.class_conditional import ClassConditionalCalibration, calibrate_by_class
-from dpuq.conformal.classifier import PrivateConformalClassifier
+from dpuq.conformal.logits import LogitsModel, softmax
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
     absolute_residual_scores,
     cqr_intervals,
     cqr_scores,
 )
-from dpuq.conformal.regressor import PrivateConformalRegressor
 from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores
 from dpuq.conformal.sets import prediction_sets
 
 __all__ = [
     "ClassConditionalCalibration",
+    "InSampleResidualsWarning",
+    "LogitsModel",
     "PrivateCalibration",
     "PrivateConformalClassifier",
     "PrivateConformalRegressor",
+    "PublicBound",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
@@ -35,6 +38,23 @@ __all__ = [
     "cqr_scores",
     "lac_scores",
     "prediction_sets",
+    "public_bound",
     "raps_scores",
+    "softmax",
     "split_conformal_threshold",
 ]
+
+# the estimators subclass scikit-learn's BaseEstimator: imported on first use, so that
+# `import dpuq` (and every CLI call) does not pay for importing scikit-learn
+_LAZY = {
+    "PrivateConformalClassifier": "dpuq.conformal.classifier",
+    "PrivateConformalRegressor": "dpuq.conformal.regressor",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'dpuq.conformal' has no attribute {name!r}")

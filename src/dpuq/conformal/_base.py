@@ -1,18 +1,37 @@
-"""What the private conformal estimators share: parameter checks, randomness, stored state."""
+"""What the private conformal estimators share: parameter checks, randomness, stored state.
+
+The estimators are scikit-learn meta-estimators (:class:`~dpuq._estimator.PrivateEstimator`):
+``get_params``/``set_params``, ``clone`` and pickling work; ``__init__`` stores its arguments
+unchecked; ``fit``/``conformalize`` check them. The wrapped model is used as given when
+``prefit=True`` and cloned into ``estimator_`` and trained when ``prefit=False`` (the
+``estimator`` parameter itself is never modified).
+"""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
+from sklearn.base import MetaEstimatorMixin
 
-from dpuq._validation import NotFittedError, check_alpha
-from dpuq.mechanisms.randomness import check_random_state
+from dpuq._estimator import NotFittedError, PrivateEstimator
+from dpuq._validation import check_alpha
 
 
-class _PrivateConformalBase:
-    """Mixin for estimators with ``confidence_level``, ``random_state`` and ``threshold_``."""
+def _clone_model(est):
+    """An unfitted copy of ``est``: scikit-learn's ``clone`` or a deep copy."""
+    from sklearn.base import clone
+
+    return clone(est) if hasattr(est, "get_params") else copy.deepcopy(est)
+
+
+class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
+    """Base for estimators with ``confidence_level``, ``random_state`` and ``threshold_``."""
 
     #: what ``_check_conformalized`` tells the user to call conformalize before
     _predict_verb = "predicting"
+    #: "classifier" or "regressor" (scikit-learn's estimator type)
+    _estimator_type = "classifier"
 
     def _alpha(self) -> float:
         cl = self.confidence_level
@@ -23,9 +42,25 @@ class _PrivateConformalBase:
         return check_alpha(1.0 - float(cl), "1 - confidence_level")
 
     def _rng(self) -> np.random.Generator:
-        if not hasattr(self, "_rng_"):
-            self._rng_ = check_random_state(self.random_state)
-        return self._rng_
+        """A fresh generator for one release (derived from ``random_state``, never cached)."""
+        return self._release_rng()
+
+    def _model(self):
+        """The model in use: the trained clone ``estimator_`` if ``fit`` made one."""
+        return getattr(self, "estimator_", self.estimator)
+
+    def _fit_model(self, X, y) -> None:
+        """``prefit=False``: train a clone of each wrapped model into ``estimator_``."""
+        est = self.estimator
+        pair = isinstance(est, tuple | list) and len(est) == 2
+        models = list(est) if pair else [est]
+        for model in models:
+            if not hasattr(model, "fit"):
+                raise TypeError("prefit=False needs estimator(s) with a fit method")
+        fitted = [_clone_model(model) for model in models]
+        for model in fitted:
+            model.fit(X, y)
+        self.estimator_ = type(est)(fitted) if pair else fitted[0]
 
     def _check_conformalized(self) -> None:
         if not hasattr(self, "threshold_"):
@@ -50,7 +85,31 @@ class _PrivateConformalBase:
 
         return restore_estimator(cls, read_calibration(path, "path"), estimator)
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_rng_", None)  # generator state is not a released value
-        return state
+    @property
+    def n_features_in_(self) -> int:
+        """Number of features the wrapped model was trained on (when it says so)."""
+        model = getattr(self, "estimator_", self.estimator if self.prefit else None)
+        if model is None or not hasattr(model, "n_features_in_"):
+            raise AttributeError(f"{type(self).__name__} has no n_features_in_ (not fitted?)")
+        return model.n_features_in_
+
+    def __sklearn_tags__(self):
+        """Tags of a classifier/regressor whose inputs are those of the wrapped model.
+
+        The score parameter is named ``score`` (as in the conformal literature), so the
+        estimators do not inherit scikit-learn's ``score`` method from its mixins.
+        """
+        from sklearn.utils import ClassifierTags, RegressorTags, get_tags
+
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = self._estimator_type
+        if self._estimator_type == "classifier":
+            tags.classifier_tags = ClassifierTags()
+        else:
+            tags.regressor_tags = RegressorTags()
+        if hasattr(self.estimator, "__sklearn_tags__"):
+            tags.input_tags = get_tags(self.estimator).input_tags
+        return tags
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "estimator_") or hasattr(self, "threshold_") or bool(self.prefit)

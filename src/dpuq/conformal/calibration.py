@@ -8,6 +8,7 @@ through one step only, :func:`_bin_counts` (scores to bin counts and n).
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ __all__ = [
     "coverage_upper_bound",
     "split_conformal_threshold",
 ]
+
+
+logger = logging.getLogger(__name__)
 
 
 class UninformativeReleaseWarning(UserWarning):
@@ -332,6 +336,11 @@ def calibrate(
         notes=tuple(notes),
         seeded=informative and random_state is not None,
     )
+    # only released and public values are logged (never scores or counts)
+    logger.debug(
+        "calibrate: released threshold %.6g at n=%d, alpha=%g, epsilon=%g, bins=%d, level=%.6g",
+        threshold, n, alpha, epsilon, m, level,
+    )  # fmt: skip
     return PrivateCalibration(
         threshold=float(threshold),
         level=float(level),

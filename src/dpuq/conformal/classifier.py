@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -48,14 +49,18 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     method : {"certified", "paper"}, default "certified"
         Calibration method of :func:`dpuq.calibrate` (the certified level, or Algorithm 3).
     prefit : bool, default True
-        If False, ``fit(X, y)`` trains the estimator first.
+        If False, ``fit(X, y)`` trains a clone of the estimator into ``estimator_`` (the
+        ``estimator`` parameter itself is left untouched, as in scikit-learn).
     score_params : dict, optional
         Extra keyword arguments of the score (e.g. ``{"lam": 0.01, "k_reg": 5}`` for RAPS).
         APS and RAPS are randomized by default here (``{"randomized": False}`` turns it off):
         a confident model puts almost all deterministic APS scores in the top bin, where no
         private threshold can separate them (docs/calibration.md).
-    random_state : None, int or numpy.random.Generator
-        None (default) uses OS entropy: use it for releases. A seed is for experiments only.
+    random_state : None or int
+        None (default) draws fresh OS entropy at every release: use it for real releases. An
+        int seed gives the same release at every call on the same data (experiments and tests
+        only; the report then says "seeded"). A Generator is refused: it would be copied into
+        clones and pickles (see :mod:`dpuq._estimator`).
     class_conditional : bool, default False
         Release one threshold per class (:func:`dpuq.calibrate_by_class`): coverage
         ``>= confidence_level`` for every class, not only on average; still ε-DP under
@@ -67,6 +72,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     calibration_ : PrivateCalibration or ClassConditionalCalibration
     privacy_report_ : PrivacyReport
     classes_ : ndarray
+    estimator_ : object
+        The trained clone of ``estimator`` (``prefit=False`` only).
 
     Examples
     --------
@@ -82,6 +89,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     """
 
     _predict_verb = "predict_set"
+    _estimator_type = "classifier"
 
     def __init__(
         self,
@@ -108,9 +116,36 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         self.random_state = random_state
         self.class_conditional = class_conditional
 
+    @classmethod
+    def from_logits(
+        cls, model: Any, *, temperature: float = 1.0, **params: Any
+    ) -> PrivateConformalClassifier:
+        """A private conformal classifier on a model that outputs logits.
+
+        Probabilities are ``softmax(logits / temperature)``
+        (:class:`~dpuq.conformal.logits.LogitsModel`): the model may be a torch ``nn.Module``,
+        a scikit-learn model (``decision_function``) or any callable returning (n, K) logits.
+        The temperature must be public: fixed in advance or fitted on other people than the
+        calibration set. Other keyword arguments are those of the constructor.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> logit_fn = lambda X: np.column_stack([X[:, 0], -X[:, 0]])
+        >>> clf = PrivateConformalClassifier.from_logits(logit_fn, epsilon=1.0, random_state=0)
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(2000, 1))
+        >>> y = (rng.random(2000) < 1 / (1 + np.exp(2 * X[:, 0]))).astype(int)
+        >>> clf.conformalize(X, y).predict_set(X[:2]).shape
+        (2, 2)
+        """
+        from dpuq.conformal.logits import LogitsModel
+
+        return cls(LogitsModel(model, temperature), **params)
+
     # ------------------------------------------------------------------ helpers
     def _proba(self, X) -> np.ndarray:
-        est = self.estimator
+        est = self._model()
         if hasattr(est, "predict_proba"):
             probs = est.predict_proba(X)
         elif callable(est):
@@ -125,12 +160,12 @@ class PrivateConformalClassifier(_PrivateConformalBase):
             )
         return probs
 
-    def _score_matrix(self, probs: np.ndarray, labels=None) -> np.ndarray:
+    def _score_matrix(self, probs: np.ndarray, labels=None, rng=None) -> np.ndarray:
         params = dict(self.score_params or {})
         if self.score in ("aps", "raps"):
             params.setdefault("randomized", True)
         if params.get("randomized"):
-            params["random_state"] = self._rng()
+            params["random_state"] = self._rng() if rng is None else rng
         return score_function(self.score)(probs, labels, **params)
 
     def _label_index(self, y) -> np.ndarray:
@@ -148,8 +183,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         return pos
 
     def _set_classes(self, y=None, n_columns: int | None = None) -> None:
-        if hasattr(self.estimator, "classes_"):
-            self.classes_ = np.asarray(self.estimator.classes_)
+        if hasattr(self._model(), "classes_"):
+            self.classes_ = np.asarray(self._model().classes_)
         elif n_columns is not None:
             self.classes_ = np.arange(n_columns)
         elif y is not None:
@@ -161,9 +196,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         check_epsilon(self.epsilon)
         self._alpha()
         if not self.prefit:
-            if not hasattr(self.estimator, "fit"):
-                raise TypeError("prefit=False needs an estimator with a fit method")
-            self.estimator.fit(X, y)
+            self._fit_model(X, y)
         self._set_classes(y=y)
         return self
 
@@ -187,7 +220,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                 f"X_cal has {probs.shape[0]} rows but y_cal has {len(np.asarray(y_cal))}"
             )
         labels = self._label_index(y_cal)
-        scores = self._score_matrix(probs, labels)
+        rng = self._rng()  # one fresh generator per release, never stored
+        scores = self._score_matrix(probs, labels, rng)
         what = "PrivateConformalClassifier.conformalize"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         if self.class_conditional:
@@ -196,28 +230,32 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                     "class_conditional=True uses the certified rank method; "
                     f"method={self.method!r} is not available for it"
                 )
-            self.calibration_: PrivateCalibration | ClassConditionalCalibration = (
-                calibrate_by_class(
-                    scores,
-                    labels,
-                    len(self.classes_),
-                    alpha=alpha,
-                    epsilon=epsilon,
-                    n_bins=self.n_bins,
-                    random_state=None if self.random_state is None else self._rng(),
-                )
+            cal = calibrate_by_class(
+                scores,
+                labels,
+                len(self.classes_),
+                alpha=alpha,
+                epsilon=epsilon,
+                n_bins=self.n_bins,
+                random_state=rng,
             )
-            self.threshold_ = self.calibration_.threshold_array()
         else:
-            self.calibration_ = calibrate(
+            cal = calibrate(
                 scores,
                 alpha=alpha,
                 epsilon=epsilon,
                 n_bins=self.n_bins,
                 method=self.method,
-                random_state=None if self.random_state is None else self._rng(),
+                random_state=rng,
             )
-            self.threshold_ = self.calibration_.threshold
+        self.calibration_: PrivateCalibration | ClassConditionalCalibration = dataclasses.replace(
+            cal, privacy_report=self._seeded(cal.privacy_report)
+        )
+        self.threshold_ = (
+            self.calibration_.threshold_array()
+            if self.class_conditional
+            else self.calibration_.threshold
+        )
         self.privacy_report_: PrivacyReport = self.calibration_.privacy_report
         self.n_calibration_ = self.calibration_.n
         return self

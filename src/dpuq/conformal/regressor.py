@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._validation import check_array_1d, check_epsilon
+from dpuq._validation import as_array, check_array_1d, check_epsilon
 from dpuq.conformal._base import _PrivateConformalBase
 from dpuq.conformal.calibration import PrivateCalibration, calibrate
 from dpuq.conformal.class_conditional import calibrate_by_class, check_groups, grouped_intervals
@@ -70,9 +70,14 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     method : {"certified", "paper"}, default "certified"
         Calibration method of :func:`dpuq.calibrate` (the certified level, or Algorithm 3).
     prefit : bool, default True
-        If False, ``fit(X, y)`` trains the estimator(s) first.
-    random_state : None, int or numpy.random.Generator
-        None (default) uses OS entropy: use it for releases. A seed is for experiments only.
+        If False, ``fit(X, y)`` trains clones of the estimator(s) into ``estimator_`` (the
+        ``estimator`` parameter itself is left untouched, as in scikit-learn). For the bound,
+        see :func:`dpuq.public_bound`.
+    random_state : None or int
+        None (default) draws fresh OS entropy at every release: use it for real releases. An
+        int seed gives the same release at every call on the same data (experiments and tests
+        only; the report then says "seeded"). A Generator is refused: it would be copied into
+        clones and pickles (see :mod:`dpuq._estimator`).
     n_groups : int, optional
         Number of public groups (e.g. sites) for group-conditional intervals: then
         ``conformalize`` and ``predict_interval`` take ``groups=`` (integers
@@ -90,6 +95,8 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     bound_ : float
         The public bound used at calibration (the intervals use this one).
     score_ : str
+    estimator_ : object or pair
+        The trained clone(s) of ``estimator`` (``prefit=False`` only).
 
     Examples
     --------
@@ -104,6 +111,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     """
 
     _predict_verb = "predict_interval"
+    _estimator_type = "regressor"
 
     def __init__(
         self,
@@ -143,13 +151,13 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     @staticmethod
     def _call(est, X) -> np.ndarray:
         if hasattr(est, "predict"):
-            return np.asarray(est.predict(X))
+            return as_array(est.predict(X), "estimator's predictions")
         if callable(est):
-            return np.asarray(est(X))
+            return as_array(est(X), "estimator's predictions")
         raise TypeError("estimator must have a predict method or be a callable")
 
     def _is_pair(self) -> bool:
-        est = self.estimator
+        est = self._model()
         return isinstance(est, tuple | list) and len(est) == 2
 
     def _point(self, X) -> np.ndarray:
@@ -157,17 +165,18 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             raise TypeError(
                 "score='absolute' needs one estimator returning point predictions, not a pair"
             )
-        return check_array_1d(self._call(self.estimator, X), "estimator's predictions")
+        return check_array_1d(self._call(self._model(), X), "estimator's predictions")
 
     def _quantiles(self, X) -> np.ndarray:
         if self._is_pair():
-            lo = check_array_1d(self._call(self.estimator[0], X), "lower estimator's predictions")
-            hi = check_array_1d(self._call(self.estimator[1], X), "upper estimator's predictions")
+            lower, upper = self._model()
+            lo = check_array_1d(self._call(lower, X), "lower estimator's predictions")
+            hi = check_array_1d(self._call(upper, X), "upper estimator's predictions")
             if lo.size != hi.size:
                 raise ValueError(f"lower and upper estimators gave {lo.size} and {hi.size} rows")
             return np.column_stack((lo, hi))
         return check_quantile_predictions(
-            self._call(self.estimator, X), "estimator's quantile predictions"
+            self._call(self._model(), X), "estimator's quantile predictions"
         )
 
     # ------------------------------------------------------------------ API
@@ -175,11 +184,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         """Train the estimator(s) on training data when ``prefit=False``; returns self."""
         self._check_params()
         if not self.prefit:
-            ests = list(self.estimator) if self._is_pair() else [self.estimator]
-            for est in ests:
-                if not hasattr(est, "fit"):
-                    raise TypeError("prefit=False needs estimator(s) with a fit method")
-                est.fit(X, y)
+            self._fit_model(X, y)
         return self
 
     def conformalize(
@@ -207,6 +212,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 raise ValueError(f"X_cal gave {quant.shape[0]} predictions but y_cal has {y.size}")
             scores = cqr_scores(quant, y, bound=bound)
             described = "CQR max(q_lo - y, y - q_hi) mapped to [0, 1] by (clip(r, -B, B) + B)/(2B)"
+        rng = self._rng()  # one fresh generator per release, never stored
         what = "PrivateConformalRegressor.conformalize"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         if group_index is None:
@@ -216,7 +222,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 epsilon=epsilon,
                 n_bins=self.n_bins,
                 method=self.method,
-                random_state=None if self.random_state is None else self._rng(),
+                random_state=rng,
             )
         else:
             if self.method != "certified":
@@ -231,11 +237,11 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 alpha=alpha,
                 epsilon=epsilon,
                 n_bins=self.n_bins,
-                random_state=None if self.random_state is None else self._rng(),
+                random_state=rng,
             )
         details = dict(cal.privacy_report.details)
         details.update({"score": described, "bound (public)": bound})
-        report = dataclasses.replace(cal.privacy_report, details=details)
+        report = self._seeded(dataclasses.replace(cal.privacy_report, details=details))
         self.calibration_: PrivateCalibration = dataclasses.replace(cal, privacy_report=report)
         self.threshold_ = (
             self.calibration_.threshold

@@ -4,8 +4,9 @@ Each takes class probabilities ``probs`` of shape (n, K). With ``labels`` it ret
 scores of the true labels (calibration); without, the (n, K) matrix of scores of every label
 (prediction). Every score lies in [0, 1]; low means the label conforms.
 
-Rows of ``probs`` must be >= 0 and sum to 1 within 1e-6; they are then divided by their sum so
-that all scores lie in [0, 1] exactly (this only removes rounding, it changes no decision).
+Rows of ``probs`` must be >= 0 and sum to 1 within 1e-6 (float16/float32 rows: within their own
+precision); they are then divided by their sum so that all scores lie in [0, 1] exactly (this
+only removes rounding, it changes no decision).
 """
 
 from __future__ import annotations

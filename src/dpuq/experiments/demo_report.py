@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -89,18 +90,155 @@ def _intro(result) -> list[str]:
     c = result.config
     level = round(100 * (1 - c.alpha))
     return [
-        "For each new case the system does not give one answer but a short list of possible "
-        f"answers: a prediction set. The sets are built so that, for {level} out of 100 new "
-        "cases on average, the true answer is in the list.",
+        "For each new case the system gives a short list of possible answers, a prediction "
+        f"set, instead of a single answer. The lists are built so that, on average over new "
+        f"cases, the true answer is in the list for at least {level} cases out of 100.",
         "A list with a single answer means the model is confident; a longer list means it is "
-        "unsure and the case deserves a closer look. The set never claims certainty it does "
-        "not have: when the model is weak, the lists get longer rather than wrong more often.",
-        "The threshold that decides which answers go into the list is learnt from "
-        "calibration cases in a differentially private way: the published threshold reveals "
-        "almost nothing about any one of those people (how much is measured by ε; smaller "
-        "is more private).",
-        f"This report compares {len(result.models)} model(s) on {result.data_name}, each "
-        "calibrated without and with privacy.",
+        "unsure, and the case deserves a closer look. A weaker model gets longer lists, not "
+        "more wrong ones.",
+        "The private models and the private threshold (the cut-off that decides which answers "
+        "enter the list) were computed with differential privacy: this limits, but does not "
+        "remove, what the published results reveal about any one person whose data were used "
+        "(see 'Privacy, in plain words').",
+        f"This report compares {len(result.models)} model(s) on {result.data_name}, each with "
+        "a threshold computed without and with privacy, measured on "
+        f"{c.n_splits} random divisions of the people into calibration and test groups.",
+    ]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def _summary(result) -> list[str]:
+    """One sentence per model: coverage, spread and size of the private sets, vs non-private."""
+    c = result.config
+    target = 1 - c.alpha
+    lines = []
+    for model in result.models:
+        mine = [p for p in result.pipelines if p.model == model.name]
+        private = [p for p in mine if p.calibration_privacy is not None]
+        plain = [p for p in mine if p.calibration_privacy is None]
+        for p in private or mine:
+            s = p.result.metrics.summary()
+            text = (
+                f"{model.name}, {p.calibration}: the true answer was in the list for "
+                f"{_pct(s['coverage_mean'])} of test cases on average (target at least "
+                f"{_pct(target)}; between {_pct(s['coverage_p5'])} and {_pct(s['coverage_p95'])} "
+                f"in 90 % of the random divisions). Lists held {s['size_mean']:.2f} answers on "
+                f"average; {_pct(s['singleton_share'])} held exactly one"
+            )
+            if s["empty_share"] > 0:
+                text += f" and {_pct(s['empty_share'])} were empty"
+            if plain and p not in plain:
+                base = plain[0].result.metrics.summary()
+                text += (
+                    f". With the non-private threshold: {_pct(base['coverage_mean'])} and "
+                    f"{base['size_mean']:.2f} answers"
+                )
+            lines.append(text + ".")
+    return lines
+
+
+def _table_notes() -> list[tuple[str, str]]:
+    return [
+        ("accuracy", "Share of test cases whose single most likely answer is right."),
+        (
+            "ECE",
+            "Expected calibration error: the average gap between the confidence the model "
+            "states and how often it is right (0 = honest confidence).",
+        ),
+        (
+            "coverage mean [5%, 95%]",
+            "Share of test cases whose list contains the true answer: the average over the "
+            "random divisions, and the range that 90 % of them fall in.",
+        ),
+        ("mean set size", "Average number of answers per list."),
+        ("singletons", "Share of lists with exactly one answer."),
+        (
+            "training (ε, δ)",
+            "Privacy of the model for the people it was trained on (∞ = no privacy).",
+        ),
+        (
+            "calibration ε",
+            "Privacy of the threshold for the calibration people (∞ = no privacy).",
+        ),
+        (
+            "whole pipeline (ε, δ)",
+            "The guarantee of model and threshold together, stated for one notion of "
+            "'one person's data changed' for everyone.",
+        ),
+    ]
+
+
+def _privacy_intro(result) -> list[str]:
+    c = result.config
+    eps_cal, eps_train = c.epsilon, c.train_epsilon
+    lines = [
+        "Differential privacy bounds how much any single person's data can change what is "
+        "published. Whatever an observer knew beforehand, seeing the published results can "
+        "change the odds they give to any statement about one person (for example 'this "
+        "patient was among the calibration cases', or 'this patient's label is 3') by a factor "
+        f"of at most e^ε (e ≈ 2.718). Here the threshold uses ε = {eps_cal:g}: a factor of at "
+        f"most {math.exp(eps_cal):.3g}; the private models use ε = {eps_train:g}: a factor of "
+        f"at most {math.exp(eps_train):.3g}.",
+        "Smaller ε is stronger. An ε of a few units is common in practice, but it is not "
+        f"anonymity: a factor of {math.exp(max(eps_cal, eps_train)):.3g} in the odds is a real "
+        "change. The bound holds against any observer, whatever else they know, and it covers "
+        "everything computed from the published results.",
+        f"δ = {c.train_delta:g} (training only) is the small probability allowed for the "
+        f"training bound to fail; it is far below one in the number of training people "
+        f"({result.n_train}). The threshold has δ = 0.",
+        f"Who is protected: the {result.n_train} training people by the model's guarantee and "
+        f"the {result.n_calibration} calibration people by the threshold's; each person is in "
+        "one group only. The test people stand for new patients: their data are not "
+        "published. A model or threshold without privacy (ε = ∞) gives its people no "
+        "guarantee.",
+    ]
+    if c.seed is not None:
+        lines.append(
+            f"This run used a fixed seed (--seed {c.seed}) so that it can be repeated: anyone "
+            "who knows the seed can reproduce the random noise, so a seeded run is a "
+            "demonstration, not a private release."
+        )
+    return lines
+
+
+def _glossary() -> list[tuple[str, str]]:
+    return [
+        ("prediction set (list)", "The answers the system considers plausible for one case."),
+        (
+            "coverage",
+            "How often the list contains the true answer, on average over cases.",
+        ),
+        (
+            "calibration cases / people",
+            "Held-out cases with known answers, used only to set the threshold.",
+        ),
+        (
+            "threshold",
+            "The cut-off on the model's scores that decides which answers enter the list.",
+        ),
+        (
+            "differential privacy, ε (epsilon)",
+            "A guarantee that one person's data change the published results' odds by a "
+            "factor of at most e^ε (smaller ε: more private).",
+        ),
+        ("δ (delta)", "A small probability with which the ε bound may fail."),
+        (
+            "DP-SGD, DP-SGLD",
+            "Ways of training a network with differential privacy: each step clips every "
+            "person's influence and adds random noise (DP-SGLD also averages late models).",
+        ),
+        (
+            "SGD (not private)",
+            "Ordinary training, shown for comparison: no privacy for its training people.",
+        ),
+        (
+            "random division (split)",
+            "One random assignment of people to calibration and test; results are shown over "
+            "many of them to show their spread.",
+        ),
     ]
 
 
@@ -114,9 +252,8 @@ def _caveats(result) -> list[str]:
         "(exchangeability); after a change in population or equipment, recalibrate.",
         "The histograms show how much coverage varies from one calibration set to another: "
         "a single deployment lands somewhere in that spread.",
-        "An empty set can happen when the model is very sure of an answer that falls just "
-        "outside the threshold, or of none: read it as 'no answer is reliable here', not as "
-        "'nothing is wrong'.",
+        "An empty list means that no answer reached the threshold: read it as 'no answer is "
+        "reliable here, look at this case', not as 'nothing is wrong'.",
         "The private threshold is deliberately a little conservative (it aims at a slightly "
         "higher level to absorb the privacy noise): its sets are slightly larger and cover "
         "slightly more than the target.",
@@ -183,7 +320,7 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
                 )
             )
     page = ReportPage(
-        title="Private prediction sets: how often the list contains the truth, and how long it is",
+        title=f"Prediction sets with a privacy guarantee: {result.data_name}",
         intro=_intro(result),
         privacy=privacy_text(result),
         table_header=TABLE_HEADER,
@@ -191,12 +328,16 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
         figures=[(t, figure_png(f), cap) for t, f, cap, _ in figures],
         examples=examples,
         examples_intro=(
-            "Test images of one split with the private set each model gives them (most likely "
-            "label first). Picked to show the range: confident single answers, longer lists, "
-            "and, when there is one, a set that misses the truth (about "
-            f"{round(100 * result.config.alpha)} in 100 do)."
+            "Test images of one random division with the list each model gives them under the "
+            "private rule (most likely answer first). Picked to show the range: confident "
+            "single answers, longer lists, and, when there is one, a list that misses the truth "
+            f"(about {round(100 * result.config.alpha)} in 100 may)."
         ),
         caveats=_caveats(result),
+        summary=_summary(result),
+        table_notes=_table_notes(),
+        privacy_intro=_privacy_intro(result),
+        glossary=_glossary(),
         details=[
             ("Terminal summary", format_demo(result)),
             *_class_details(result),

@@ -115,7 +115,9 @@ def run_breast_cancer(
         tree[s] = 1.0 - tree_model.score(X_te, y_te)
         majority[s] = np.mean(y_te != int(np.mean(y_tr) >= 0.5))
         for i, e in enumerate(eps):
-            clf = PrivateERMClassifier(stumps, epsilon=float(e), random_state=rng)
+            clf = PrivateERMClassifier(
+                stumps, epsilon=float(e), random_state=int(rng.integers(2**32))
+            )
             expected[i, s] = clf.selection_probabilities(X_tr, y_tr) @ test_err
             sampled[i, s] = 1.0 - clf.fit(X_tr, y_tr).score(X_te, y_te)
     return BreastCancerResult(
@@ -205,11 +207,12 @@ def run_realizable(
     cells = [(i, j) for i in range(eps.size) for j in range(fr.size)]
     for i, j in progress(cells, f"realizable {concept_class}", disable=not show_progress):
         n = max(1, int(np.ceil(fr[j] * bound[i])))
-        clf = PrivateERMClassifier(concepts, epsilon=float(eps[i]), random_state=rng)
+        clf = PrivateERMClassifier(concepts, epsilon=float(eps[i]))
         errs = np.empty(n_trials)
         for t in range(n_trials):
             x = rng.uniform(size=n)
             labels = concepts.predict(target, x)
+            clf.set_params(random_state=int(rng.integers(2**32)))  # one seed per release
             errs[t] = pop_error[clf.fit(x, labels).concept_index_]
         failure[i, j] = np.mean(errs > alpha)
         mean_err[i, j] = errs.mean()

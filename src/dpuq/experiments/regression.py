@@ -130,7 +130,7 @@ def run_regression_experiment(
             for e in epsilons:
                 reg = PrivateConformalRegressor(
                     model, epsilon=e, confidence_level=1 - alpha, score=score, bound=b_value,
-                    n_bins=plans[e], random_state=rng,
+                    n_bins=plans[e], random_state=int(rng.integers(2**32)),
                 )  # fmt: skip
                 with warnings.catch_warnings():  # counted in the "whole line" column instead
                     warnings.simplefilter("ignore", UninformativeReleaseWarning)

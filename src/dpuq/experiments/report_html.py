@@ -1,8 +1,9 @@
 """One self-contained HTML page (figures embedded as base64 PNG, no script, no network).
 
-The page is written for a reader who is not a statistician (a clinician): what a prediction
-set means, how often it contains the truth, how large it is, what the privacy guarantee says,
-then the figures, examples, and the technical details folded away at the end.
+The page is written for a reader who is not a statistician (a clinician). Results come first:
+what a prediction set means, how often it contains the truth, how large it is, example sets and
+the figures. Privacy comes second, in plain words (what ε bounds), with the full statement
+folded away; then what the guarantee does not say, a glossary, and the technical details.
 """
 
 from __future__ import annotations
@@ -70,6 +71,10 @@ class ReportPage:
     examples_intro: str = ""
     caveats: Sequence[str] = field(default_factory=list)
     details: Sequence[tuple[str, str]] = field(default_factory=list)  # heading, preformatted
+    summary: Sequence[str] = field(default_factory=list)  # the results in sentences
+    table_notes: Sequence[tuple[str, str]] = field(default_factory=list)  # column, meaning
+    privacy_intro: Sequence[str] = field(default_factory=list)  # privacy in plain words
+    glossary: Sequence[tuple[str, str]] = field(default_factory=list)  # term, definition
 
 
 _CSS = """
@@ -82,7 +87,10 @@ th{background:#f3f5f8}figure{margin:1.5em 0}figcaption{color:#444;font-size:.92e
 img{max-width:100%}.box{background:#f6f8fb;border-left:4px solid #0072B2;padding:.6em 1em}
 .chip{display:inline-block;border:1px solid #888;border-radius:1em;padding:0 .55em;margin:.1em;
 font-size:.9em}.miss{color:#b00020;font-weight:600}.examples td{text-align:center}
-pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:.85em}
+pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
+.lead li{margin:.3em 0}.notes{font-size:.88em;color:#333}.notes dt{font-weight:600}
+.notes dd{margin:0 0 .3em 1.2em}dl.glossary dt{font-weight:600;margin-top:.5em}
+dl.glossary dd{margin-left:1.2em}summary{cursor:pointer;color:#0b5394}
 """
 
 
@@ -90,8 +98,54 @@ def _p(text: str) -> str:
     return f"<p>{html.escape(text)}</p>"
 
 
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    e = html.escape
+    return [
+        "<table><thead><tr>",
+        *(f"<th>{e(h)}</th>" for h in header),
+        "</tr></thead><tbody>",
+        *("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows),
+        "</tbody></table>",
+    ]
+
+
+def _examples(page: ReportPage) -> list[str]:
+    e = html.escape
+    pipelines = [name for name, _ in page.examples[0].sets]
+    parts = [
+        "<h2>Example sets</h2>",
+        _p(page.examples_intro),
+        '<table class="examples"><thead><tr><th>image</th><th>true label</th>',
+        *(f"<th>{e(name)}</th>" for name in pipelines),
+        "</tr></thead><tbody>",
+    ]
+    for ex in page.examples:
+        cells = []
+        for _, labels in ex.sets:
+            chips = "".join(f'<span class="chip">{e(str(x))}</span>' for x in labels)
+            if ex.truth not in labels:
+                chips += '<br><span class="miss">misses the true label</span>'
+            cells.append(f"<td>{chips or '<em>empty set</em>'}</td>")
+        parts.append(
+            f"<tr><td>{_img(ex.png, 'example image', 64)}</td><td>{e(ex.truth)}</td>"
+            + "".join(cells)
+            + "</tr>"
+        )
+    parts.append("</tbody></table>")
+    return parts
+
+
+def _definitions(pairs: Sequence[tuple[str, str]], css: str) -> list[str]:
+    e = html.escape
+    return [
+        f'<dl class="{css}">',
+        *(f"<dt>{e(term)}</dt><dd>{e(text)}</dd>" for term, text in pairs),
+        "</dl>",
+    ]
+
+
 def render_page(page: ReportPage) -> str:
-    """The whole HTML document as a string."""
+    """The whole HTML document as a string: results first, then privacy, caveats, glossary."""
     e = html.escape
     parts = [
         "<!DOCTYPE html>",
@@ -100,50 +154,44 @@ def render_page(page: ReportPage) -> str:
         f"<title>{e(page.title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{e(page.title)}</h1>",
         '<div class="box">' + "".join(_p(t) for t in page.intro) + "</div>",
-        "<h2>Privacy</h2>",
-        *(_p(t) for t in page.privacy),
         "<h2>Results</h2>",
-        "<table><thead><tr>",
-        *(f"<th>{e(h)}</th>" for h in page.table_header),
-        "</tr></thead><tbody>",
-        *(
-            "<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>"
-            for row in page.table_rows
-        ),
-        "</tbody></table>",
     ]
+    if page.summary:
+        parts += ['<ul class="lead">', *(f"<li>{e(t)}</li>" for t in page.summary), "</ul>"]
+    parts += _table(page.table_header, page.table_rows)
+    if page.table_notes:
+        parts += [
+            "<details><summary>What the columns mean</summary>",
+            *_definitions(page.table_notes, "notes"),
+            "</details>",
+        ]
+    if page.examples:
+        parts += _examples(page)
+    if page.figures:
+        parts.append("<h2>How coverage and set size vary</h2>")
     for title, png, caption in page.figures:
         parts += [
             f"<figure><h3>{e(title)}</h3>",
             _img(png, title),
             f"<figcaption>{e(caption)}</figcaption></figure>",
         ]
-    if page.examples:
-        pipelines = [name for name, _ in page.examples[0].sets]
-        parts += [
-            "<h2>Examples</h2>",
-            _p(page.examples_intro),
-            '<table class="examples"><thead><tr><th>image</th><th>true label</th>',
-            *(f"<th>{e(name)}</th>" for name in pipelines),
-            "</tr></thead><tbody>",
-        ]
-        for ex in page.examples:
-            cells = []
-            for _, labels in ex.sets:
-                chips = "".join(f'<span class="chip">{e(str(x))}</span>' for x in labels)
-                if ex.truth not in labels:
-                    chips += '<br><span class="miss">misses the true label</span>'
-                cells.append(f"<td>{chips or '<em>empty set</em>'}</td>")
-            parts.append(
-                f"<tr><td>{_img(ex.png, 'example image', 64)}</td><td>{e(ex.truth)}</td>"
-                + "".join(cells)
-                + "</tr>"
-            )
-        parts.append("</tbody></table>")
+    parts.append("<h2>Privacy, in plain words</h2>")
+    if page.privacy_intro:
+        parts += [_p(t) for t in page.privacy_intro]
+        if page.privacy:
+            parts += [
+                "<details><summary>The privacy guarantee in full</summary>",
+                *(_p(t) for t in page.privacy),
+                "</details>",
+            ]
+    else:
+        parts += [_p(t) for t in page.privacy]
     if page.caveats:
         parts += ["<h2>What the guarantee does not say</h2>", "<ul>"]
         parts += [f"<li>{e(c)}</li>" for c in page.caveats]
         parts.append("</ul>")
+    if page.glossary:
+        parts += ["<h2>Glossary</h2>", *_definitions(page.glossary, "glossary")]
     if page.details:
         parts.append("<h2>Technical details</h2>")
         for heading, text in page.details:

@@ -452,6 +452,7 @@ def private_bootstrap_cdf(
             mechanism="private bootstrap ensemble (SPEC D, Algorithm 2)",
             epsilon=eps,
             relation=Relation.REPLACE_ONE,
+            seeded=random_state is not None,
             sensitivity=f"1/s = {1 / s:.6g} per threshold ({tv.size}/s in L1 over "
             f"{tv.size} threshold(s))",
             details=_ensemble_details(res, statistic=str(stat), noise_scale=scale),
@@ -486,6 +487,7 @@ def private_bootstrap_cdf(
         epsilon=priv.epsilon,
         delta=priv.delta,
         relation=Relation.REPLACE_ONE,
+        seeded=random_state is not None,
         sensitivity=f"per appearance of a record: {scale0 * eps:.6g}; "
         f"resample noise Laplace({scale_i:.6g})",
         details={
@@ -612,6 +614,7 @@ def private_bootstrap_cdf_grid(
         "mechanism + monotone projection)",
         epsilon=eps,
         relation=Relation.REPLACE_ONE,
+        seeded=random_state is not None,
         sensitivity=f"2/s per tree level in L1, 2D/s = {2 * tree.depth / s:.6g} in total",
         details=_ensemble_details(
             res,
@@ -764,6 +767,7 @@ def private_studentized_cdf(
         "median + clamped mean",
         epsilon=eps,
         relation=Relation.REPLACE_ONE,
+        seeded=random_state is not None,
         sensitivity="per threshold: median utility 1; clamped mean 2 w/s "
         f"(w = {max(widths):.4g} at most)",
         details=_ensemble_details(

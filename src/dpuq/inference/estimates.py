@@ -46,7 +46,7 @@ from dpuq.mechanisms.exponential import (
     exponential_mechanism_log_probabilities,
 )
 from dpuq.mechanisms.laplace import laplace_release, laplace_scale
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
@@ -249,7 +249,8 @@ def private_mean(
     eps = check_epsilon(epsilon)
     data, _ = check_data(x, bounds, clip=clip)
     rng = check_random_state(random_state)
-    return release_point_estimate(data, Statistic("mean"), check_bounds(bounds), eps, rng)
+    release = release_point_estimate(data, Statistic("mean"), check_bounds(bounds), eps, rng)
+    return mark_seeded(release, random_state)
 
 
 def private_trimmed_mean(
@@ -280,7 +281,8 @@ def private_trimmed_mean(
     if data.size - 2 * stat.n_trim(data.size) < 1:
         raise ValueError("trim leaves no data")
     rng = check_random_state(random_state)
-    return release_point_estimate(data, stat, check_bounds(bounds), eps, rng)
+    release = release_point_estimate(data, stat, check_bounds(bounds), eps, rng)
+    return mark_seeded(release, random_state)
 
 
 def private_median(
@@ -307,9 +309,10 @@ def private_median(
     eps = check_epsilon(epsilon)
     data, _ = check_data(x, bounds, clip=clip)
     rng = check_random_state(random_state)
-    return release_point_estimate(
+    release = release_point_estimate(
         data, Statistic("median"), check_bounds(bounds), eps, rng, n_candidates
     )
+    return mark_seeded(release, random_state)
 
 
 def private_median_log_distribution(
@@ -348,4 +351,4 @@ def private_variance(
     eps = check_epsilon(epsilon)
     data, _ = check_data(x, bounds, clip=clip)
     rng = check_random_state(random_state)
-    return release_variance(data, check_bounds(bounds), eps, rng)
+    return mark_seeded(release_variance(data, check_bounds(bounds), eps, rng), random_state)

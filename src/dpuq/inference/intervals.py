@@ -75,7 +75,7 @@ from dpuq.inference.estimates import (
 )
 from dpuq.ledger import charge
 from dpuq.mechanisms.laplace import laplace_cdf, laplace_noise, laplace_release, laplace_scale
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
@@ -683,6 +683,7 @@ def private_confidence_interval(
     else:
         raise ValueError(f"method must be 'ensemble', 'ensemble_cdf' or 'naive', got {method!r}")
     lower, upper, estimate, informative, report, details = out
+    report = mark_seeded(report, random_state)
     return ConfidenceInterval(
         lower, upper, estimate, a, str(stat), method, informative, report, details
     )
@@ -820,6 +821,7 @@ def normal_approximation_interval(
         sensitivity="mean R/n; variance R^2/n",
         details={"n": data.size, "mean_noise_scale": ms, "variance_noise_scale": vs},
         notes=("first-order accurate only: ignores skewness",),
+        seeded=random_state is not None,
     )
     return ConfidenceInterval(
         float(lo[0]),

@@ -15,7 +15,19 @@ from dpuq.learning.concepts import (
     Thresholds,
     as_concept_class,
 )
-from dpuq.learning.erm import PrivateERMClassifier, pac_sample_complexity
+
+# the learner subclasses scikit-learn's BaseEstimator: imported on first use, so that
+# `import dpuq` (and every CLI call) does not pay for importing scikit-learn
+_LAZY = ("PrivateERMClassifier", "pac_sample_complexity")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from dpuq.learning import erm
+
+        return getattr(erm, name)
+    raise AttributeError(f"module 'dpuq.learning' has no attribute {name!r}")
+
 
 __all__ = [
     "ConceptClass",

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._validation import check_positive_int
+from dpuq._validation import as_array, check_positive_int
 
 __all__ = [
     "ConceptClass",
@@ -53,7 +53,7 @@ def check_binary_labels(y, n_samples: int | None = None, name: str = "y") -> np.
     >>> check_binary_labels([True, False, 1.0]).tolist()
     [1, 0, 1]
     """
-    arr = np.asarray(y)
+    arr = as_array(y, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if n_samples is not None and arr.shape[0] != n_samples:
@@ -74,7 +74,7 @@ def check_binary_labels(y, n_samples: int | None = None, name: str = "y") -> np.
 
 def _check_features(X, name: str = "X") -> np.ndarray:
     try:
-        arr = np.asarray(X, dtype=float)
+        arr = np.asarray(as_array(X, name), dtype=float)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numeric: {exc}") from None
     if arr.ndim == 1:

@@ -24,15 +24,17 @@ import math
 from typing import Any
 
 import numpy as np
+from sklearn.base import ClassifierMixin
 
-from dpuq._validation import NotFittedError, check_epsilon, check_in_open_unit, check_positive_int
+from dpuq._estimator import NotFittedError, PrivateEstimator
+from dpuq._validation import check_epsilon, check_in_open_unit, check_positive_int
 from dpuq.learning.concepts import ConceptClass, as_concept_class, check_binary_labels
 from dpuq.ledger import charge
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
 )
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = ["PrivateERMClassifier", "pac_sample_complexity"]
@@ -43,7 +45,7 @@ REPLACE_ONE_EXAMPLE = (
 )
 
 
-class PrivateERMClassifier:
+class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
     """ε-DP learner over a finite concept class: the exponential mechanism on empirical error.
 
     ``fit`` releases one concept ``c`` with probability ``∝ exp(-ε n L_X(c) / 2)`` (SPEC C).
@@ -64,8 +66,11 @@ class PrivateERMClassifier:
         finite domain (:class:`~dpuq.learning.TabulatedConcepts`).
     epsilon : float
         Privacy parameter, > 0 (keyword-only, no default).
-    random_state : None, int or numpy.random.Generator
-        None (default) uses OS entropy: use it for releases. A seed is for experiments only.
+    random_state : None or int
+        None (default) draws fresh OS entropy at every release: use it for real releases. An
+        int seed gives the same release at every call on the same data (experiments and tests
+        only; the report then says "seeded"). A Generator is refused: it would be copied into
+        clones and pickles (see :mod:`dpuq._estimator`).
 
     Attributes
     ----------
@@ -100,11 +105,6 @@ class PrivateERMClassifier:
         self.random_state = random_state
 
     # ------------------------------------------------------------------ helpers
-    def _rng(self) -> np.random.Generator:
-        if not hasattr(self, "_rng_"):
-            self._rng_ = check_random_state(self.random_state)
-        return self._rng_
-
     def _counts(self, X, y) -> tuple[ConceptClass, np.ndarray, int]:
         cc = as_concept_class(self.concepts)
         Xc, yc = cc.check_data(X, y)
@@ -124,13 +124,16 @@ class PrivateERMClassifier:
             samples, non-finite features or labels that are not 0/1.
         """
         epsilon = check_epsilon(self.epsilon)
+        rng = self._release_rng()  # fresh per release, never stored
         cc, counts, n = self._counts(X, y)
         what = "PrivateERMClassifier.fit"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         index = exponential_mechanism(
-            -counts.astype(float), epsilon=epsilon, sensitivity=1.0, random_state=self._rng()
+            -counts.astype(float), epsilon=epsilon, sensitivity=1.0, random_state=rng
         )
         self.concepts_ = cc
+        if getattr(X, "ndim", None) == 2:
+            self.n_features_in_ = int(X.shape[1])
         self.concept_index_ = int(index)
         self.concept_ = cc.describe(index)
         self.classes_ = np.array([0, 1])
@@ -147,6 +150,7 @@ class PrivateERMClassifier:
                 "n_samples (public)": n,
                 "weights": "exp(-ε n L_X(c) / 2)",
             },
+            seeded=self.random_state is not None,
         )
         return self
 
@@ -188,29 +192,10 @@ class PrivateERMClassifier:
         """
         return np.exp(self.selection_log_probabilities(X, y))
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters (scikit-learn convention)."""
-        return {
-            "concepts": self.concepts,
-            "epsilon": self.epsilon,
-            "random_state": self.random_state,
-        }
-
-    def set_params(self, **params) -> PrivateERMClassifier:
-        """Set constructor parameters (scikit-learn convention); returns self."""
-        for key, value in params.items():
-            if key not in ("concepts", "epsilon", "random_state"):
-                raise ValueError(f"unknown parameter {key!r}")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        return f"PrivateERMClassifier({self.concepts!r}, epsilon={self.epsilon!r})"
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_rng_", None)  # generator state is not a released value
-        return state
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # labels are 0/1
+        return tags
 
 
 def pac_sample_complexity(n_concepts: int, alpha: float, beta: float, epsilon: float) -> int:

@@ -11,7 +11,12 @@ from numbers import Integral
 
 import numpy as np
 
-__all__ = ["RandomState", "check_random_state"]
+__all__ = [
+    "RandomState",
+    "check_estimator_random_state",
+    "check_random_state",
+    "mark_seeded",
+]
 
 RandomState = None | int | np.random.Generator
 
@@ -43,3 +48,54 @@ def check_random_state(random_state: RandomState = None) -> np.random.Generator:
         "random_state must be None, a non-negative int or a numpy.random.Generator, "
         f"got {type(random_state).__name__}"
     )
+
+
+def check_estimator_random_state(random_state, name: str = "random_state") -> int | None:
+    """Check an estimator's ``random_state``: ``None`` or a non-negative int, never a Generator.
+
+    Estimators keep their parameters (``get_params``, ``clone``, pickles): a Generator stored
+    there would carry its state into every copy and pickle, and whoever holds one could replay
+    the noise. So estimators take a seed (an int) or ``None`` and derive a fresh generator at
+    each release (scikit-learn's convention); functions may still take a Generator.
+
+    Examples
+    --------
+    >>> check_estimator_random_state(3)
+    3
+    >>> check_estimator_random_state(np.random.default_rng(0))
+    Traceback (most recent call last):
+    ...
+    TypeError: random_state of an estimator must be None or a non-negative int ...
+    """
+    if random_state is None:
+        return None
+    if isinstance(random_state, Integral) and not isinstance(random_state, bool):
+        if int(random_state) < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {random_state}")
+        return int(random_state)
+    raise TypeError(
+        f"{name} of an estimator must be None or a non-negative int (a seed), got "
+        f"{type(random_state).__name__}: a Generator would be kept in copies and pickles of "
+        "the estimator, where anyone could replay its noise"
+    )
+
+
+def mark_seeded(release, random_state):
+    """``release`` with its privacy report flagged ``seeded=True`` if ``random_state`` is not None.
+
+    ``release`` is a :class:`~dpuq.report.PrivacyReport` or a frozen dataclass with a
+    ``privacy_report`` field (None is left alone). A seeded release is reproducible by anyone
+    who knows the seed, so its report must say so.
+    """
+    import dataclasses
+
+    from dpuq.report import PrivacyReport
+
+    if random_state is None or release is None:
+        return release
+    if isinstance(release, PrivacyReport):
+        return dataclasses.replace(release, seeded=True)
+    report = getattr(release, "privacy_report", None)
+    if report is None:
+        return release
+    return dataclasses.replace(release, privacy_report=dataclasses.replace(report, seeded=True))

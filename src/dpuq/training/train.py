@@ -13,6 +13,7 @@ from torch import nn
 from dpuq import accounting
 from dpuq._progress import progress
 from dpuq._validation import _as_float, check_epsilon, check_in_open_unit, check_positive_int
+from dpuq.mechanisms.randomness import mark_seeded
 from dpuq.report import PrivacyReport, Relation
 from dpuq.training.schedules import as_schedule, learning_rates
 
@@ -735,7 +736,7 @@ def train_classifier(
             notes=("Not private: do not release this model if the training data is sensitive.",),
             seeded=seeded,
         )
-        return TrainingResult(model, report)
+        return TrainingResult(model, mark_seeded(report, random_state))
     hist = np.asarray(taken, dtype=float)  # every sampled step counts, even an empty batch
     report = _private_report(
         method=method,
@@ -749,7 +750,7 @@ def train_classifier(
         relation=relation,
         seeded=seeded,
     )
-    return TrainingResult(model, report)
+    return TrainingResult(model, mark_seeded(report, random_state))
 
 
 def predict_proba(model: nn.Module, x, batch_size: int = 2048) -> np.ndarray:

@@ -33,6 +33,7 @@ from dpuq.quantile import (
     private_quantile,
 )
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale import as_score_source
 
 __all__ = [
     "PrivateCalibration",
@@ -132,8 +133,10 @@ def calibrate(
 
     Parameters
     ----------
-    scores : array-like of shape (n,)
-        Calibration conformity scores in [0, 1] from data not used to train the model.
+    scores : array-like of shape (n,), Dask array or :class:`dpuq.scale.ChunkedScores`
+        Calibration conformity scores in [0, 1] from data not used to train the model. Dask
+        and chunked inputs are validated and binned chunk by chunk; only the bin counts reach
+        the client, and the release equals the in-memory one for the same ``random_state``.
     alpha : float
         Miscoverage level in (0, 0.5].
     epsilon : float
@@ -158,7 +161,9 @@ def calibrate(
     >>> bool(0.9 <= cal.threshold <= 1.0), cal.privacy_report.epsilon
     (True, 1.0)
     """
-    s = check_scores(scores)
+    # Dask arrays and chunked sources: validated and binned chunk-wise (dpuq.scale)
+    source = as_score_source(scores)
+    s = check_scores(scores) if source is None else source
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
     n = s.size
@@ -166,6 +171,8 @@ def calibrate(
     q = _level(n, alpha, epsilon, m, g)
     notes: list[str] = []
     if q >= 1.0:
+        if source is not None:
+            source.validate()
         informative = False
         threshold = 1.0
         try:
@@ -189,7 +196,11 @@ def calibrate(
         warnings.warn(msg, UninformativeReleaseWarning, stacklevel=2)
     else:
         informative = True
-        threshold = private_quantile(s, q, epsilon, m, check_random_state(random_state))
+        rng = check_random_state(random_state)
+        if source is not None:  # the same law and draw, from chunk-wise bin counts
+            threshold = source.private_quantile(q, epsilon, m, rng)
+        else:
+            threshold = private_quantile(s, q, epsilon, m, rng)
     report = PrivacyReport(
         mechanism="exponential mechanism over binned quantile thresholds "
         "(Angelopoulos et al. 2022, Algorithm 3, exact sensitivity normalisation)",

@@ -19,9 +19,7 @@ try:
     import dask
     import dask.array as da
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "Dask support needs the dask extra: pip install 'dpuq[dask]'"
-    ) from exc
+    raise ImportError("Dask support needs the dask extra: pip install 'dpuq[dask]'") from exc
 
 from dpuq.scale.counts import (
     ScoreSummary,

@@ -13,6 +13,7 @@ from dpuq.conformal.scores import score_function
 from dpuq.conformal.sets import prediction_sets
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
+from dpuq.scale import is_dask_collection
 
 __all__ = ["PrivateConformalClassifier"]
 
@@ -147,6 +148,16 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         self._set_classes(y=y)
         return self
 
+    def _calibration_scores(self, X_cal, y_cal) -> np.ndarray:
+        probs = self._proba(X_cal)
+        if not hasattr(self, "classes_"):
+            self._set_classes(n_columns=probs.shape[1])
+        if len(np.asarray(y_cal)) != probs.shape[0]:
+            raise ValueError(
+                f"X_cal has {probs.shape[0]} rows but y_cal has {len(np.asarray(y_cal))}"
+            )
+        return self._score_matrix(probs, self._label_index(y_cal))
+
     def conformalize(self, X_cal, y_cal) -> PrivateConformalClassifier:
         """Release the ε-DP threshold from calibration data; returns self.
 
@@ -155,15 +166,13 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         epsilon = check_epsilon(self.epsilon)
         alpha = self._alpha()
         score_function(self.score)
-        probs = self._proba(X_cal)
-        if not hasattr(self, "classes_"):
-            self._set_classes(n_columns=probs.shape[1])
-        if len(np.asarray(y_cal)) != probs.shape[0]:
-            raise ValueError(
-                f"X_cal has {probs.shape[0]} rows but y_cal has {len(np.asarray(y_cal))}"
-            )
-        labels = self._label_index(y_cal)
-        scores = self._score_matrix(probs, labels)
+        if is_dask_collection(X_cal):  # scores computed on the workers, never gathered
+            from dpuq.scale import score_partitions
+
+            self._set_classes()
+            scores = score_partitions(self, X_cal, y_cal)
+        else:
+            scores = self._calibration_scores(X_cal, y_cal)
         self.calibration_: PrivateCalibration = calibrate(
             scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins, random_state=self._rng()
         )

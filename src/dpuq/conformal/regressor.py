@@ -20,8 +20,14 @@ from dpuq.conformal.regression_scores import (
 )
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
+from dpuq.scale import is_dask_collection
 
 __all__ = ["PrivateConformalRegressor"]
+
+_DESCRIBED = {
+    "absolute": "absolute residual min(|y - ŷ| / B, 1)",
+    "cqr": "CQR max(q_lo - y, y - q_hi) mapped to [0, 1] by (clip(r, -B, B) + B)/(2B)",
+}
 
 _SCORES = ("absolute", "cqr")
 
@@ -174,19 +180,24 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         The calibration data and their scores are not kept.
         """
         epsilon, alpha, bound = self._check_params()
-        y = check_array_1d(y_cal, "y_cal")
-        if self.score == "absolute":
+        y = None if is_dask_collection(X_cal) else check_array_1d(y_cal, "y_cal")
+        if y is None:  # Dask input: scores computed on the workers, never gathered
+            from dpuq.scale import score_partitions
+
+            scores = score_partitions(self, X_cal, y_cal)
+            described = _DESCRIBED[self.score]
+        elif self.score == "absolute":
             pred = self._point(X_cal)
             if pred.size != y.size:
                 raise ValueError(f"X_cal gave {pred.size} predictions but y_cal has {y.size}")
             scores = absolute_residual_scores(pred, y, bound=bound)
-            described = "absolute residual min(|y - ŷ| / B, 1)"
+            described = _DESCRIBED["absolute"]
         else:
             quant = self._quantiles(X_cal)
             if quant.shape[0] != y.size:
                 raise ValueError(f"X_cal gave {quant.shape[0]} predictions but y_cal has {y.size}")
             scores = cqr_scores(quant, y, bound=bound)
-            described = "CQR max(q_lo - y, y - q_hi) mapped to [0, 1] by (clip(r, -B, B) + B)/(2B)"
+            described = _DESCRIBED["cqr"]
         cal = calibrate(
             scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins, random_state=self._rng()
         )

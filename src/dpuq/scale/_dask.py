@@ -29,7 +29,7 @@ from dpuq.scale.counts import (
     summarize_chunk,
 )
 
-__all__ = ["DaskScores", "dask_error_counts", "score_partitions", "tree_reduce", "to_dask_array"]
+__all__ = ["DaskScores", "dask_error_counts", "score_partitions", "to_dask_array", "tree_reduce"]
 
 #: Fan-in of the tree reductions: partial results merged at most this many at a time.
 FAN_IN = 16

@@ -17,6 +17,7 @@ by the same code and in the same order as in memory, so the release is equal.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -134,7 +135,7 @@ class DaskIntervalData:
         blocks = self.array.to_delayed().ravel()
         n_out = max(1, min(len(all_tiles), 2 * len(blocks)))
         cuts = np.linspace(0, len(all_tiles), n_out + 1).round().astype(int)
-        spans = [all_tiles[c0:c1] for c0, c1 in zip(cuts[:-1], cuts[1:], strict=True) if c1 > c0]
+        spans = [all_tiles[c0:c1] for c0, c1 in itertools.pairwise(cuts) if c1 > c0]
         edges = np.array([sp[0][1] for sp in spans] + [s])
         pieces = [
             dask.delayed(_bucket, pure=True, nout=len(spans))(blk, plan, j, edges)

@@ -177,7 +177,15 @@ def score_partitions(model, X, y, *, score: str | None = None, **score_params):
             )
         block_fn = _classification_block(est)
     Xa, ya = _aligned(X, y, "X", "y")
-    return da.map_blocks(block_fn, Xa, ya, drop_axis=1, dtype=float, meta=np.empty(0))
+    # y as an (n, 1) column so that its blocks pair with X's row blocks
+    return da.map_blocks(
+        lambda xb, yb: block_fn(xb, yb[:, 0]),
+        Xa,
+        ya[:, None],
+        drop_axis=1,
+        dtype=float,
+        meta=np.empty(0),
+    )
 
 
 def _classification_block(est):

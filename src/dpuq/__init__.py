@@ -78,6 +78,7 @@ from dpuq.quantile import (
     private_quantiles,
 )
 from dpuq.report import PrivacyReport
+from dpuq.scale import score_partitions
 
 __version__ = "0.1.0"
 
@@ -154,6 +155,7 @@ __all__ = [
     "private_studentized_cdf",
     "raps_scores",
     "reliability_curve",
+    "score_partitions",
     "set_sizes",
     "split_conformal_threshold",
     "static_calibration_error",

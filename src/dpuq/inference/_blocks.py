@@ -32,6 +32,7 @@ __all__ = [
     "PartitionPlan",
     "block_labels",
     "blocked_mean_variance",
+    "one_blas_thread",
     "partition_plan",
     "sorted_subsets",
     "tile_moments",
@@ -146,7 +147,8 @@ def tiles(n_subsets: int, group_size: int) -> list[tuple[int, int, int]]:
 
 
 @contextlib.contextmanager
-def _one_blas_thread():
+def one_blas_thread():
+    """Run BLAS on one thread inside the block (threadpoolctl; a no-op without it)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - installed with the dask and dev extras
@@ -160,12 +162,11 @@ def tile_moments(rows: np.ndarray, weights: np.ndarray, tile_rows: int, n: int):
     """``(Σ_j W[t,j] x[r,j], Σ_j W[t,j] x[r,j]²) / n`` for one tile: two ``(rows, T)``.
 
     ``rows`` (at most ``tile_rows``) is zero-padded to ``tile_rows`` so that every tile is
-    the same BLAS product, computed with one thread (see the module docstring).
+    the same BLAS product. Call it inside :func:`one_blas_thread` (module docstring).
     """
     r, b = rows.shape
     stacked = np.zeros((2 * tile_rows, b))
     stacked[:r] = rows
     stacked[tile_rows : tile_rows + r] = rows * rows
-    with _one_blas_thread():
-        both = (stacked @ weights.T) / n
+    both = (stacked @ weights.T) / n
     return both[:r], both[tile_rows : tile_rows + r]

@@ -20,7 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpuq.inference._blocks import TILE_ROWS, partition_plan, sorted_subsets, tile_moments, tiles
+from dpuq.inference._blocks import (
+    TILE_ROWS,
+    one_blas_thread,
+    partition_plan,
+    sorted_subsets,
+    tile_moments,
+    tiles,
+)
 from dpuq.inference._data import Statistic
 
 __all__ = ["MAX_WEIGHT_DRAWS", "Resamples", "draw_resamples", "simulate_em_median"]
@@ -97,10 +104,11 @@ class Resamples:
         subsets = self.subsets()
         m1 = np.empty((self.n_subsets, self.n_resamples))
         m2 = np.empty_like(m1)
-        for g, lo, hi in tiles(self.n_subsets, m):
-            m1[lo:hi], m2[lo:hi] = tile_moments(
-                subsets[lo:hi], self.weights[g], min(TILE_ROWS, m), self.n
-            )
+        with one_blas_thread():
+            for g, lo, hi in tiles(self.n_subsets, m):
+                m1[lo:hi], m2[lo:hi] = tile_moments(
+                    subsets[lo:hi], self.weights[g], min(TILE_ROWS, m), self.n
+                )
         return m1, np.maximum(m2 - m1 * m1, 0.0)
 
 

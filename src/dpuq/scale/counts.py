@@ -126,7 +126,12 @@ def merge_summaries(parts: Iterable[ScoreSummary]) -> ScoreSummary:
         raise ValueError("summaries made with different n_bins cannot be merged")
     bins = np.concatenate([p.bins for p in parts])
     counts = np.concatenate([p.counts for p in parts])
-    if bins.size:
+    if n_bins is not None and bins.size and n_bins <= _DENSE_FACTOR * bins.size:
+        # dense addition; float64 holds every count exactly (a count <= n < 2^53)
+        dense = np.bincount(bins, weights=counts, minlength=n_bins)
+        bins = np.flatnonzero(dense)
+        counts = dense[bins].astype(np.int64)
+    elif bins.size:
         order = np.argsort(bins, kind="stable")
         bins, counts = bins[order], counts[order]
         starts = np.flatnonzero(np.concatenate(([True], bins[1:] != bins[:-1])))

@@ -29,6 +29,7 @@ from dpuq.inference._blocks import (
     block_squared_deviation,
     block_sum,
     group_rows,
+    one_blas_thread,
     partition_plan,
     tile_moments,
     tiles,
@@ -186,8 +187,9 @@ def _span_moments(pieces: list, span: list, weights: np.ndarray, b: int, tile_ro
     t = weights.shape[1]
     m1 = np.empty((hi - lo, t))
     m2 = np.empty_like(m1)
-    for g, t_lo, t_hi in span:
-        m1[t_lo - lo : t_hi - lo], m2[t_lo - lo : t_hi - lo] = tile_moments(
-            rows[t_lo - lo : t_hi - lo], weights[g], tile_rows, n
-        )
+    with one_blas_thread():
+        for g, t_lo, t_hi in span:
+            m1[t_lo - lo : t_hi - lo], m2[t_lo - lo : t_hi - lo] = tile_moments(
+                rows[t_lo - lo : t_hi - lo], weights[g], tile_rows, n
+            )
     return theta, m1, m2

@@ -91,8 +91,6 @@ def _phases(x) -> dict:
     """Where the Dask interval's time goes (same calls as private_confidence_interval)."""
     import math
 
-    import numpy as np
-
     from dpuq.inference._data import resolve_n_subsets
     from dpuq.scale.intervals import DaskIntervalData
 

@@ -290,3 +290,9 @@ def test_chunked_csv_and_npy_readers(tmp_path):
     (tmp_path / "bad.csv").write_text("score\n0.1\nnan\n0.3\n")
     with pytest.raises(ValueError, match="1 non-finite"):
         open_scores(tmp_path / "bad.csv", column="score")
+
+
+def test_in_memory_only_estimators_refuse_dask_input():
+    x = da.from_array(np.linspace(0, 1, 100), chunks=50)
+    with pytest.raises(TypeError, match="runs in memory only"):
+        dpuq.private_bootstrap_cdf(x, 0.0, epsilon=1.0, bounds=(0, 1))

@@ -93,9 +93,7 @@ class PartitionPlan:
 
     def block_labels(self, j: int) -> np.ndarray:
         """The labels of block ``j`` (a uniform arrangement of its counts)."""
-        gen = np.random.default_rng([self.seed, j + 1])
-        labels = np.repeat(np.arange(self.n_subsets + 1, dtype=np.int64), self.counts[j])
-        return gen.permutation(labels)
+        return block_labels(self.seed, j, self.counts[j])
 
 
 def partition_plan(n: int, n_subsets: int, subset_size: int, rng) -> PartitionPlan:
@@ -114,8 +112,11 @@ def partition_plan(n: int, n_subsets: int, subset_size: int, rng) -> PartitionPl
     return PartitionPlan(n, s, b, seed, counts)
 
 
-def block_labels(plan: PartitionPlan, j: int) -> np.ndarray:
-    return plan.block_labels(j)
+def block_labels(seed: int, j: int, counts: np.ndarray) -> np.ndarray:
+    """Labels of block ``j``: a uniform arrangement (seeded by ``(seed, j)``) of ``counts[k]``
+    copies of each label ``k``; needs only the block's own row of the plan."""
+    gen = np.random.default_rng([seed, j + 1])
+    return gen.permutation(np.repeat(np.arange(counts.size, dtype=np.int64), counts))
 
 
 def group_rows(values: np.ndarray, labels: np.ndarray, lo: int, hi: int, b: int) -> np.ndarray:

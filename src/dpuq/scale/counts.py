@@ -2,7 +2,8 @@
 
 The private threshold (:mod:`dpuq.quantile`) depends on the scores only through ``n`` and the
 counts of the non-empty bins ``b(s) = searchsorted(edges, s, "left")``. This module computes
-both one chunk at a time, with :func:`dpuq.quantile.bin_index` itself, so that a score on an
+both one chunk at a time, with the bin rule of :func:`dpuq.quantile.bin_index` (computed by
+its exact O(1) twin ``_bin_index_fast`` against the same edges array), so that a score on an
 edge falls in exactly the bin it falls in when the whole array is in memory; integer counts
 add exactly, whatever the chunking. Validation (non-finite values, values outside [0, 1]) is
 summed over chunks the same way and raises the same errors as
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpuq.quantile import _sample_bin, bin_edges, bin_index
+from dpuq.quantile import _bin_index_fast, _sample_bin, bin_edges
 
 __all__ = [
     "ChunkedScores",
@@ -105,7 +106,8 @@ def summarize_chunk(values, n_bins: int | None = None) -> ScoreSummary:
     if n_bins is None or nonfinite or outside:
         empty = np.empty(0, np.int64)
         return ScoreSummary(arr.size, nonfinite, outside, low, high, n_bins, empty, empty)
-    bins, counts = _sparse_counts(bin_index(arr, bin_edges(n_bins)), n_bins)
+    # _bin_index_fast: bin_index's exact result (same edges array) in O(1) per score
+    bins, counts = _sparse_counts(_bin_index_fast(arr, bin_edges(n_bins)), n_bins)
     return ScoreSummary(arr.size, 0, 0, low, high, n_bins, bins, counts)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from dpuq.inference._blocks import (
     BLOCK,
     TILE_ROWS,
+    block_labels,
     block_squared_deviation,
     block_sum,
     group_rows,
@@ -138,11 +139,13 @@ class DaskIntervalData:
         cuts = np.linspace(0, len(all_tiles), n_out + 1).round().astype(int)
         spans = [all_tiles[c0:c1] for c0, c1 in itertools.pairwise(cuts) if c1 > c0]
         edges = np.array([sp[0][1] for sp in spans] + [s])
-        pieces = [
-            dask.delayed(_bucket, pure=True, nout=len(spans))(blk, plan, j, edges)
+        pieces = [  # each task gets only its block's row of the plan
+            dask.delayed(_bucket, pure=True, nout=len(spans))(
+                blk, plan.seed, j, plan.counts[j], edges
+            )
             for j, blk in enumerate(blocks)
         ]
-        w = dask.delayed(weights, pure=True)
+        w = _shared(weights)
         outs = [
             dask.delayed(_span_moments, pure=True)(
                 [p[i] for p in pieces], sp, w, b, min(TILE_ROWS, group), n
@@ -162,10 +165,21 @@ def da_clip(arr, a: float, b: float):
     return da.clip(arr, a, b)
 
 
-def _bucket(values: np.ndarray, plan, j: int, edges: np.ndarray) -> list:
+def _shared(value):
+    """``value`` once for all tasks: scattered to the workers when a distributed client is
+    active (so it is not re-sent with every task), else one graph key."""
+    try:
+        from distributed import get_client
+
+        return get_client().scatter(value, broadcast=True)
+    except (ImportError, ValueError):
+        return dask.delayed(value, pure=True)
+
+
+def _bucket(values: np.ndarray, seed: int, j: int, counts: np.ndarray, edges) -> list:
     """Split block ``j`` by output span: ``[(values, labels), ...]``; left-overs dropped."""
-    labels = plan.block_labels(j)
-    keep = labels < plan.n_subsets
+    labels = block_labels(seed, j, counts)
+    keep = labels < counts.size - 1
     v, lab = np.asarray(values, dtype=float)[keep], labels[keep]
     span = np.searchsorted(edges, lab, side="right") - 1
     order = np.argsort(span, kind="stable")

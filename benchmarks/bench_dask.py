@@ -25,6 +25,7 @@ import numpy as np
 
 CHUNK = 1 << 22
 ALPHA, EPSILON, SEED = 0.1, 1.0, 7
+BINS: int | str = "auto"
 
 
 def _data(n: int, kind: str):
@@ -39,7 +40,7 @@ def _data(n: int, kind: str):
 def _calibrate(x):
     import dpuq
 
-    return dpuq.calibrate(x, alpha=ALPHA, epsilon=EPSILON, random_state=SEED)
+    return dpuq.calibrate(x, alpha=ALPHA, epsilon=EPSILON, n_bins=BINS, random_state=SEED)
 
 
 def _interval(x):
@@ -118,26 +119,71 @@ def _calibrate_phases(x) -> dict:
     from dpuq.scale._dask import DaskScores
 
     t0 = time.perf_counter()
-    m, _ = dpuq.auto_n_bins(int(x.shape[0]), ALPHA, EPSILON)
+    m = dpuq.auto_n_bins(int(x.shape[0]), ALPHA, EPSILON)[0] if BINS == "auto" else BINS
     t1 = time.perf_counter()
-    bins, _ = DaskScores(x).bin_counts(m)
+    bins, counts = DaskScores(x).bin_counts(m)
     t2 = time.perf_counter()
-    return {"auto_n_bins": t1 - t0, "count pass": t2 - t1, "n_bins": m, "non-empty": bins.size}
+    from dpuq.quantile import _gamma_star, _level, _sample_bin
+
+    q = _level(int(x.shape[0]), ALPHA, EPSILON, m, _gamma_star(int(x.shape[0]), ALPHA, EPSILON, m))
+    _sample_bin(bins, counts, m, q, EPSILON, np.random.default_rng(0))
+    t3 = time.perf_counter()
+    return {
+        "bins (client)": t1 - t0,
+        "count pass (workers)": t2 - t1,
+        "sampling (client)": t3 - t2,
+        "n_bins": m,
+        "non-empty": bins.size,
+    }
+
+
+def dask_client(address: str, n: int, kind: str, repeats: int) -> dict:
+    """Run in a child process connected to the cluster: its peak memory is the client's."""
+    from dask.distributed import Client, wait
+
+    warnings.simplefilter("ignore")
+    client = Client(address)
+    x = _data(n, kind).persist()
+    wait(x)
+    fn = _calibrate if kind == "scores" else _interval
+    fn(x)  # warm-up: imports on the workers
+    t, out = _timed(lambda: fn(x), repeats)
+    phases = _phases(x) if kind == "interval" else _calibrate_phases(x)
+    peak = _peak_mb()
+    client.close()
+    return {"time": t, "peak_mb": peak, "release": _key(out), "phases": phases}
+
+
+def _run_child(*args: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
+    global BINS
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--kinds", nargs="+", default=["scores", "interval"])
+    parser.add_argument("--bins", default="auto", help="calibrate's n_bins (auto or an int)")
+    parser.add_argument("--dask-only", action="store_true", help="skip the NumPy runs")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--client", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    BINS = args.bins if args.bins == "auto" else int(args.bins)
     if args.child:
         n, kind, repeats = int(float(args.child[0])), args.child[1], int(args.child[2])
         print(json.dumps(in_memory(n, kind, repeats)))
         return
+    if args.client:
+        address, n, kind, repeats = args.client[0], int(float(args.client[1])), *args.client[2:4]
+        print(json.dumps(dask_client(address, n, kind, int(repeats))))
+        return
 
     try:
-        from dask.distributed import Client, LocalCluster
+        from dask.distributed import LocalCluster
     except ImportError:
         print("bench_dask: skipped (needs the dask extra: pip install 'dpuq[dask]')")
         return
@@ -150,40 +196,29 @@ def main() -> None:
         dashboard_address=None,
         memory_limit="6GiB",
     )
-    client = Client(cluster)
-    print(f"client peak before: {_peak_mb():.0f} MB")
+    print(f"2-worker LocalCluster (1 thread each); calibrate n_bins={BINS}; chunks of {CHUNK}")
     print(
-        f"{'benchmark':<34}{'n':>8}{'dask':>10}{'numpy':>10}{'client MB':>11}"
+        f"{'benchmark':<30}{'n':>8}{'dask':>10}{'numpy':>10}{'client MB':>11}"
         f"{'numpy MB':>10}  equal"
     )
-    for kind in ("scores", "interval"):
+    for kind in args.kinds:
         for size in args.sizes:
             n = int(size)
-            reps = args.repeats if n < 10**8 else 1
-            x = _data(n, kind).persist()
-            from dask.distributed import wait
-
-            wait(x)
-            fn = _calibrate if kind == "scores" else _interval
-            fn(x)  # warm-up: imports on the workers
-            t_dask, out = _timed(lambda x=x, fn=fn: fn(x), reps)
-            child = subprocess.run(
-                [sys.executable, __file__, "--child", str(n), kind, str(reps)],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            mem = json.loads(child.stdout.strip().splitlines()[-1])
-            name = "calibrate (auto bins)" if kind == "scores" else "private mean interval"
+            reps = str(args.repeats if n < 10**8 else 1)
+            extra = ["--bins", str(BINS)]
+            got = _run_child(*extra, "--client", cluster.scheduler_address, str(n), kind, reps)
+            name = "calibrate" if kind == "scores" else "private mean interval"
+            if args.dask_only:
+                mem = {"time": float("nan"), "peak_mb": float("nan"), "release": None}
+            else:
+                mem = _run_child(*extra, "--child", str(n), kind, reps)
+            same = "-" if mem["release"] is None else str(got["release"] == mem["release"])
             print(
-                f"{name:<34}{n:>8.0e}{t_dask:>9.2f}s{mem['time']:>9.2f}s{_peak_mb():>11.0f}"
-                f"{mem['peak_mb']:>10.0f}  {_key(out) == mem['release']}",
+                f"{name:<30}{n:>8.0e}{got['time']:>9.2f}s{mem['time']:>9.2f}s"
+                f"{got['peak_mb']:>11.0f}{mem['peak_mb']:>10.0f}  {same}",
                 flush=True,
             )
-            phases = _phases(x) if kind == "interval" else _calibrate_phases(x)
-            print("   phases:", {k: round(v, 2) for k, v in phases.items()}, flush=True)
-            del x
-    client.close()
+            print("   phases:", {k: round(v, 2) for k, v in got["phases"].items()}, flush=True)
     cluster.close()
 
 

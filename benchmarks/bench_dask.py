@@ -146,7 +146,7 @@ def dask_client(address: str, n: int, kind: str, repeats: int) -> dict:
     x = _data(n, kind).persist()
     wait(x)
     fn = _calibrate if kind == "scores" else _interval
-    fn(x)  # warm-up: imports on the workers
+    fn(_data(100_000, kind))  # warm-up: imports on the workers
     t, out = _timed(lambda: fn(x), repeats)
     phases = _phases(x) if kind == "interval" else _calibrate_phases(x)
     peak = _peak_mb()

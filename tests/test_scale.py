@@ -264,7 +264,6 @@ def test_cli_calibrates_parquet_larger_than_its_memory_budget(tmp_path):
     # the chunked release equals the in-memory one (tested above on smaller data)
     src = ChunkedScores(lambda: iter(np.array_split(x, 6)), n=n)
     ref = dpuq.calibrate(src, alpha=0.1, epsilon=1.0, random_state=3)
-    del x
     base_kb, _ = _cli_peak_kb(tmp_path, small, "small.json")
     peak_kb, record = _cli_peak_kb(tmp_path, big, "big.json")
     budget_kb = 24 * 1024  # half the data: a whole-file read could not fit

@@ -131,6 +131,21 @@ def _is_default_column_names(tokens: list[str], second: str, delimiter) -> bool:
 
 
 def _read_text(p: Path, label: str) -> np.ndarray:
+    delimiter, skip, usecols = text_layout(p, label)
+    try:
+        arr = np.loadtxt(
+            p, delimiter=delimiter, skiprows=skip, usecols=usecols, dtype=float, ndmin=1
+        )
+    except ValueError as exc:
+        raise ValueError(f"{label}: {_one_line(exc)}") from None
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    return arr
+
+
+def text_layout(p: Path, label: str) -> tuple[str | None, int, range | None]:
+    """``(delimiter, header lines to skip, columns to use)`` of a text file (module rules);
+    also used by the chunked reader :mod:`dpuq.scale.readers`."""
     try:
         with open(p, encoding="utf-8") as fh:
             first = fh.readline()
@@ -152,15 +167,7 @@ def _read_text(p: Path, label: str) -> np.ndarray:
         skip = 0 if all(_is_number(t) for t in tokens) else 1
     if skip and not second.strip():
         raise ValueError(f"{label}: only a header line, no data")
-    try:
-        arr = np.loadtxt(
-            p, delimiter=delimiter, skiprows=skip, usecols=usecols, dtype=float, ndmin=1
-        )
-    except ValueError as exc:
-        raise ValueError(f"{label}: {_one_line(exc)}") from None
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    return arr
+    return delimiter, skip, usecols
 
 
 def _read_parquet(p: Path, label: str) -> np.ndarray:

@@ -39,6 +39,7 @@ from dpuq.planning import (
     min_epsilon,
 )
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale import as_score_source
 
 __all__ = [
     "PrivateCalibration",
@@ -176,6 +177,14 @@ def _bin_counts(scores, bins_for_n) -> tuple[np.ndarray, int]:
     ``c_1..c_m`` of the scores on :func:`dpuq.mechanisms.quantile.bin_edges` (m) and n.
     Everything after this step sees only these counts.
     """
+    source = as_score_source(scores)
+    if source is not None:  # Dask or chunked (dpuq.scale): validated and counted chunk-wise
+        n = source.size
+        edges = bin_edges(bins_for_n(n))
+        bins, nonzero = source.bin_counts(edges.size)  # the non-empty bins and their counts
+        counts = np.zeros(edges.size, dtype=np.int64)
+        counts[bins] = nonzero
+        return counts, n
     s = check_scores(scores)
     edges = bin_edges(bins_for_n(s.size))
     return np.bincount(_bin_index_fast(s, edges), minlength=edges.size), s.size
@@ -223,8 +232,10 @@ def calibrate(
 
     Parameters
     ----------
-    scores : array-like of shape (n,)
-        Calibration conformity scores in [0, 1] from data not used to train the model.
+    scores : array-like of shape (n,), Dask array or :class:`dpuq.scale.ChunkedScores`
+        Calibration conformity scores in [0, 1] from data not used to train the model. Dask
+        and chunked inputs are validated and binned chunk by chunk; only the bin counts reach
+        the client, and the release equals the in-memory one for the same ``random_state``.
     alpha : float
         Miscoverage level in (0, 0.5].
     epsilon : float

@@ -15,6 +15,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from dpuq._validation import check_array_1d, check_epsilon, check_positive_int
+from dpuq.scale import is_dask_collection
 
 __all__ = [
     "REPLACE_ONE_DATA",
@@ -68,6 +69,12 @@ def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.nd
     """
     if not isinstance(clip, bool | np.bool_):
         raise TypeError(f"clip must be True or False, got {clip!r}")
+    if is_dask_collection(x):  # never gather a Dask array on the client behind the user's back
+        raise TypeError(
+            f"{name} is a Dask collection; this estimator runs in memory only (pass a NumPy "
+            "array), or use private_confidence_interval(statistic='mean', method='ensemble'), "
+            "which runs on Dask"
+        )
     arr = check_array_1d(x, name)
     a, b = check_bounds(bounds)
     outside = int(np.count_nonzero((arr < a) | (arr > b)))

@@ -20,6 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpuq.inference._blocks import (
+    TILE_ROWS,
+    one_blas_thread,
+    partition_plan,
+    sorted_subsets,
+    tile_moments,
+    tiles,
+)
 from dpuq.inference._data import Statistic
 from dpuq.mechanisms.log_weights import sample_log_weights_rows
 
@@ -89,11 +97,19 @@ class Resamples:
     def mean_and_variance(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and plug-in variance ``(1/n) sum (x - mean)^2`` of every resample, ``(s, T)``.
 
-        One batched product of the weights with the stacked ``[x, x^2]``.
+        Products of the weights with the stacked ``[x, x^2]``.
+        Computed tile by tile (:func:`dpuq.inference._blocks.tile_moments`), so that the Dask
+        path (:mod:`dpuq.scale.intervals`) gets the same numbers bit for bit.
         """
         m = self.xs.shape[1]
-        both = self._apply(np.concatenate([self.xs, self.xs * self.xs], axis=1)) / self.n
-        m1, m2 = self.unpad(both[:, :m]), self.unpad(both[:, m:])
+        subsets = self.subsets()
+        m1 = np.empty((self.n_subsets, self.n_resamples))
+        m2 = np.empty_like(m1)
+        with one_blas_thread():
+            for g, lo, hi in tiles(self.n_subsets, m):
+                m1[lo:hi], m2[lo:hi] = tile_moments(
+                    subsets[lo:hi], self.weights[g], min(TILE_ROWS, m), self.n
+                )
         return m1, np.maximum(m2 - m1 * m1, 0.0)
 
 
@@ -104,19 +120,20 @@ def draw_resamples(
     rng: np.random.Generator,
     resample_size: int | None = None,
 ) -> Resamples:
-    """Shuffle ``x``, split it into ``s`` disjoint subsets of ``b = floor(n/s)`` points and draw
+    """Split ``x`` at random into ``s`` disjoint subsets of ``b = floor(n/s)`` points and draw
     BLB weights of total ``n`` for ``T`` resamples per subset (SPEC D, Algorithm 2, lines 1-5).
 
     ``resample_size`` (default ``n``) can be set to ``b``: the ordinary bootstrap of each
     subset, used for the median's interval (see :mod:`dpuq.inference.intervals`). The
-    ``n - s b`` points left over enter no subset. Randomness is drawn in a fixed order
-    (permutation, then weights) that does not depend on the data values.
+    ``n - s b`` points left over enter no subset. The split is a uniformly random partition
+    drawn block by block (:func:`dpuq.inference._blocks.partition_plan`, reproducible on a
+    Dask array); randomness is drawn in a fixed order (partition, then weights) that does not
+    depend on the data values.
     """
     n = x.size if resample_size is None else int(resample_size)
     s, t = int(n_subsets), int(n_resamples)
     b = x.size // s
-    perm = rng.permutation(x.size)
-    subsets = np.sort(x[perm[: s * b]].reshape(s, b), axis=1)
+    subsets = sorted_subsets(x, partition_plan(x.size, s, b, rng))
     if s * t * b <= MAX_WEIGHT_DRAWS:
         k = s
     else:

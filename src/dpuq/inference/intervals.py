@@ -77,6 +77,7 @@ from dpuq.ledger import charge
 from dpuq.mechanisms.laplace import laplace_cdf, laplace_noise, laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale import is_dask_collection
 
 __all__ = [
     "ConfidenceInterval",
@@ -281,11 +282,15 @@ def _ensemble_interval(
 ):
     n = data.size
     r_range = bnds[1] - bnds[0]
-    est = release_point_estimate(data, stat, bnds, e_est, rng, n_cand)
+    chunked = not isinstance(data, np.ndarray)  # a Dask array: statistics from dpuq.scale
+    mean, variance = data.mean_variance() if chunked else (None, None)
+    est = release_point_estimate(
+        None if chunked else data, stat, bnds, e_est, rng, n_cand, n=n, exact=mean
+    )
     symmetric = symmetric or stat.name == "median"  # the median's interval is symmetric
     shares = SYMMETRIC_SHARES if symmetric else ENSEMBLE_SHARES
     e_var, e_h, e_r = (share * e_cdf for share in shares)
-    var = release_variance(data, bnds, e_var, rng)
+    var = release_variance(None if chunked else data, bnds, e_var, rng, n=n, exact=variance)
     v_floor = (r_range / n) ** 2
     sigma = math.sqrt(
         max(_safe_variance(var.value * n / (n - 1), var.noise_scale, r_range), v_floor)
@@ -299,9 +304,14 @@ def _ensemble_interval(
     # ordinary bootstrap of each subset (resamples of size b, root scaled by √b), because an
     # n-resample of b points makes the median's bootstrap law a lattice as coarse as its spread.
     m = b if stat.name == "median" and MEDIAN_SUBSET_BOOTSTRAP else n
-    res = draw_resamples(data, s, tt, rng, resample_size=m)
-    theta_k = stat.of_sorted(res.subsets())[:, None]
-    m_star, v_star = res.mean_and_variance()
+    if chunked:  # the same partition, weights and moments, computed on the workers
+        theta_k, m_star, v_star, n_groups = data.subset_moments(s, tt, rng)
+        theta_k = theta_k[:, None]
+    else:
+        res = draw_resamples(data, s, tt, rng, resample_size=m)
+        theta_k = stat.of_sorted(res.subsets())[:, None]
+        m_star, v_star = res.mean_and_variance()
+        n_groups = res.weights.shape[0]
     if stat.name == "median":
         # the mechanism's rank noise is O(1/ε); at size b it must be O(1/ε) * sqrt(b/n) ranks
         # to have the same size relative to the root's spread: run it with ε sqrt(n/b)
@@ -358,7 +368,7 @@ def _ensemble_interval(
             "n_subsets": s,
             "subset_size": b,
             "n_resamples": tt,
-            "weight_groups": res.weights.shape[0],
+            "weight_groups": n_groups,
             "estimate_noise": "exponential mechanism"
             if est.noise_scale is None
             else f"Laplace({est.noise_scale:.6g})",
@@ -582,8 +592,11 @@ def private_confidence_interval(
 
     Parameters
     ----------
-    x : array-like of shape (n,)
-        Data inside ``bounds``.
+    x : array-like of shape (n,), or a 1-d Dask array / Series
+        Data inside ``bounds``. Dask input (statistic ``"mean"``, method ``"ensemble"``) is
+        validated and summarised on the workers; the client receives the mean, the variance
+        and the per-subset bootstrap moments, and the release equals the in-memory one for
+        the same ``random_state``.
     alpha : float
         Miscoverage, in (0, 1).
     epsilon : float
@@ -643,7 +656,12 @@ def private_confidence_interval(
     a = check_in_open_unit(alpha, "alpha")
     e_est, e_cdf = _split_budget(epsilon, epsilon_estimate, epsilon_cdf)
     stat = parse_statistic(statistic, trim)
-    data, _ = check_data(x, bounds, clip=clip)
+    if is_dask_collection(x):  # validated and summarised chunk-wise (dpuq.scale.intervals)
+        from dpuq.scale.intervals import dask_interval_data
+
+        data = dask_interval_data(x, bounds, clip=clip, statistic=stat.name, method=method)
+    else:
+        data, _ = check_data(x, bounds, clip=clip)
     bnds = check_bounds(bounds)
     n = data.size
     if n < 4:

@@ -162,29 +162,51 @@ def _rank_tables(xs: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np
 
 
 def _em_median_rows(res, candidates, epsilon, d_ranks, j_med, cum0, rows_slice, rng):
-    """Exact EM-median draws for the resamples of the (padded) subsets in ``rows_slice``."""
+    """Exact EM-median draws for the resamples of the (padded) subsets in ``rows_slice``.
+
+    Candidates with the same ``(#{subset < c}, #{subset <= c})`` score alike on every resample
+    of the subset: they form contiguous *groups* (at most ``min(G, 2b + 1)`` per subset), and
+    the window search and the draw run over groups.
+    """
     kk, m, b = res.xs.shape
     tt, n, g = res.n_resamples, res.n, candidates.size
     xs = res.xs.reshape(kk * m, b)[rows_slice]
-    lo_tab, hi_tab = _rank_tables(xs, candidates)
-    r0 = rows_slice.start
     n_rows = xs.shape[0]
+    lo_tab, hi_tab = _rank_tables(xs, candidates)
+    opens = np.ones((n_rows, g), dtype=bool)
+    opens[:, 1:] = (np.diff(lo_tab, axis=1) != 0) | (np.diff(hi_tab, axis=1) != 0)
+    gid = np.cumsum(opens, axis=1) - 1  # group of each candidate within its row
+    n_groups = gid[:, -1] + 1
+    g_off = np.cumsum(n_groups) - n_groups  # row -> offset of its groups in the flat arrays
+    g_row, g_first = np.nonzero(opens)  # row-major: groups in order
+    last_in_row = np.append(g_row[1:] != g_row[:-1], True)
+    g_size = np.where(last_in_row, g, np.append(g_first[1:], g)) - g_first
+    g_lo, g_hi = lo_tab[g_row, g_first], hi_tab[g_row, g_first]
+
+    r0 = rows_slice.start
     pr = np.repeat(np.arange(n_rows), tt)  # pair -> local row
     pt = np.tile(np.arange(tt), n_rows)  # pair -> resample
     pg = (r0 + pr) // m  # pair -> weight group
     base = (pg * tt + pt) * (b + 1)
     cum_flat = cum0.reshape(-1)
 
-    def score(pairs, j):
-        """``max(#{X* < c_j}, #{X* > c_j})`` (minus the utility) for pairs at candidates j."""
-        below = cum_flat[base[pairs] + lo_tab[pr[pairs], j]]
-        above = n - cum_flat[base[pairs] + hi_tab[pr[pairs], j]]
+    def score_at(pairs, lo_idx, hi_idx):
+        below = cum_flat[base[pairs] + lo_idx]
+        above = n - cum_flat[base[pairs] + hi_idx]
         return np.maximum(below, above)
 
+    def score(pairs, j):
+        """``max(#{X* < c_j}, #{X* > c_j})`` (minus the utility) of pairs at candidates j."""
+        return score_at(pairs, lo_tab[pr[pairs], j], hi_tab[pr[pairs], j])
+
+    def score_group(pairs, k):
+        flat = g_off[pr[pairs]] + k
+        return score_at(pairs, g_lo[flat], g_hi[flat])
+
     every = np.arange(pr.size)
-    # The score is quasi-convex in j: it equals #{X* > c} left of the lower median of the
+    # The score is quasi-convex in c: it equals #{X* > c} left of the lower median of the
     # resample and #{X* < c} right of its upper median, so its minimum is at one of the grid
-    # points bracketing the two medians (any interior point between them scores the same).
+    # points bracketing the two medians (any point strictly between them scores the same).
     lm = xs[pr, j_med[0][pg, pt]]
     um = xs[pr, j_med[1][pg, pt]]
     q1 = np.searchsorted(candidates, lm, side="left") - 1
@@ -193,44 +215,44 @@ def _em_median_rows(res, candidates, epsilon, d_ranks, j_med, cum0, rows_slice, 
     scores = np.stack([score(every, p) for p in probes])
     best = np.argmin(scores, axis=0)
     u_star = scores[best, every]
-    p_star = probes[best, every]
+    k_star = gid[pr, probes[best, every]]
     limit = u_star + d_ranks
-    # the window {j : score <= u* + D} is an interval around p*: two binary searches
-    left_lo, left_hi = np.zeros_like(p_star), p_star.copy()
-    right_lo, right_hi = p_star.copy(), np.full_like(p_star, g - 1)
+    # the window {groups : score <= u* + D} is an interval around k*: two binary searches
+    left_lo, left_hi = np.zeros_like(k_star), k_star.copy()
+    right_lo, right_hi = k_star.copy(), n_groups[pr] - 1
     while True:
         act_l = np.flatnonzero(left_lo < left_hi)
         act_r = np.flatnonzero(right_lo < right_hi)
         if act_l.size == 0 and act_r.size == 0:
             break
         mid = (left_lo[act_l] + left_hi[act_l]) // 2
-        ok = score(act_l, mid) <= limit[act_l]
+        ok = score_group(act_l, mid) <= limit[act_l]
         left_hi[act_l] = np.where(ok, mid, left_hi[act_l])
         left_lo[act_l] = np.where(ok, left_lo[act_l], mid + 1)
         mid = (right_lo[act_r] + right_hi[act_r] + 1) // 2
-        ok = score(act_r, mid) <= limit[act_r]
+        ok = score_group(act_r, mid) <= limit[act_r]
         right_lo[act_r] = np.where(ok, mid, right_lo[act_r])
         right_hi[act_r] = np.where(ok, right_hi[act_r], mid - 1)
-    start, length = left_lo, right_lo - left_lo + 1
+    k_lo, n_units = left_lo, right_lo - left_lo + 1
     half = 0.5 * epsilon
     pick = np.empty(pr.size, dtype=np.int64)
-    ends = np.cumsum(length)
+    ends = np.cumsum(n_units)
     cuts = np.searchsorted(ends, np.arange(_EM_CHUNK, ends[-1], _EM_CHUNK), side="right")
-    for sel in np.split(every, np.unique(cuts)):  # pieces of at most ~_EM_CHUNK candidates
+    for sel in np.split(every, np.unique(cuts)):  # pieces of at most ~_EM_CHUNK groups
         if sel.size == 0:
             continue
-        ln = length[sel]
-        flat_pair = np.repeat(sel, ln)
-        offsets = np.arange(flat_pair.size) - np.repeat(np.cumsum(ln) - ln, ln)
-        sc = score(flat_pair, np.repeat(start[sel], ln) + offsets)
-        lw_in = -half * (sc - np.repeat(u_star[sel], ln))
+        nu = n_units[sel]
+        flat_pair = np.repeat(sel, nu)
+        k = np.repeat(k_lo[sel], nu) + np.arange(flat_pair.size) - np.repeat(np.cumsum(nu) - nu, nu)
+        flat_group = g_off[pr[flat_pair]] + k
+        lw_in = -half * (score_group(flat_pair, k) - u_star[flat_pair])
         bound = np.full(sel.size, -half * (d_ranks + 1))
 
         def outside(rows, j, sel=sel):
             return -half * (score(sel[rows], j) - u_star[sel[rows]])
 
         pick[sel] = windowed_exponential_mechanism(
-            lw_in, start[sel], ln, g, bound, outside, rng
+            lw_in, nu, g_first[flat_group], g_size[flat_group], g, bound, outside, rng
         )
     return candidates[pick].reshape(n_rows, tt)
 

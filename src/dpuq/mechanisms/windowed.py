@@ -76,8 +76,9 @@ def _segment_logsumexp(lw: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def windowed_exponential_mechanism(
     log_weights_in,
-    window_start,
-    window_length,
+    units_per_row,
+    unit_first,
+    unit_size,
     n_candidates: int,
     log_bound_out,
     outside_log_weight: Callable[[np.ndarray, np.ndarray], np.ndarray],
@@ -85,12 +86,20 @@ def windowed_exponential_mechanism(
 ) -> np.ndarray:
     """Exact draws ``j_r ~ P_r(j) ∝ exp(ℓ_r(j))``, one per row (see the module docstring).
 
+    Each row's window is given as consecutive *units*: runs of candidates of equal ``ℓ_r``
+    (unit ``u`` covers ``unit_first[u] .. unit_first[u] + unit_size[u] - 1``), so a window of
+    many tied candidates costs one entry. A unit is drawn with probability
+    ``∝ unit_size exp(ℓ)``, then a candidate uniformly inside it.
+
     Parameters
     ----------
     log_weights_in : ndarray
-        ``ℓ_r`` on each row's window, concatenated row after row (``sum(window_length)``).
-    window_start, window_length : ndarray of shape (R,)
-        Each row's window ``[start, start + length)`` of candidate indices (length >= 1).
+        ``ℓ_r`` of each unit of each row's window, rows one after another.
+    units_per_row : ndarray of shape (R,)
+        Number of units (>= 1) of each row's window.
+    unit_first, unit_size : ndarray
+        First candidate index and number of candidates of each unit (same layout as
+        ``log_weights_in``); a row's units are contiguous and in increasing order.
     n_candidates : int
         ``G``, the number of candidates of every row.
     log_bound_out : ndarray of shape (R,)
@@ -107,24 +116,31 @@ def windowed_exponential_mechanism(
     Examples
     --------
     >>> import numpy as np
-    >>> lw = np.array([0.0, -1.0])  # one row, window {1, 2} of 4 candidates
-    >>> j = windowed_exponential_mechanism(
-    ...     lw, np.array([1]), np.array([2]), 4, np.array([-np.inf]),
-    ...     lambda r, j: np.full(r.shape, -np.inf), np.random.default_rng(0))
-    >>> int(j[0]) in (1, 2)
+    >>> j = windowed_exponential_mechanism(  # one row, units {1} and {2, 3} of 5 candidates
+    ...     np.array([0.0, -1.0]), np.array([2]), np.array([1, 2]), np.array([1, 2]), 5,
+    ...     np.array([-np.inf]), lambda r, j: np.full(r.shape, -np.inf),
+    ...     np.random.default_rng(0))
+    >>> int(j[0]) in (1, 2, 3)
     True
     """
-    lw = np.asarray(log_weights_in, dtype=float)
-    start = np.asarray(window_start, dtype=np.int64)
-    length = np.asarray(window_length, dtype=np.int64)
+    first = np.asarray(unit_first, dtype=np.int64)
+    size = np.asarray(unit_size, dtype=np.int64)
+    counts = np.asarray(units_per_row, dtype=np.int64)
+    with np.errstate(divide="ignore"):
+        lw = np.asarray(log_weights_in, dtype=float) + np.log(size)
     bound = np.asarray(log_bound_out, dtype=float)
+    row_first = np.cumsum(counts) - counts
+    row_last = row_first + counts - 1
+    start = first[row_first]
+    length = first[row_last] + size[row_last] - start
     n_out = n_candidates - length
     with np.errstate(divide="ignore"):
         log_out = np.where(n_out > 0, np.log(np.maximum(n_out, 1)) + bound, -np.inf)
-    log_in = _segment_logsumexp(lw, length)
-    inside = start + sample_segments(lw, length, rng)  # used by a row's first "inside" choice
-    out = np.empty(length.size, dtype=np.int64)
-    pending = np.arange(length.size)
+    log_in = _segment_logsumexp(lw, counts)
+    unit = row_first + sample_segments(lw, counts, rng)  # used by a row's first "inside" choice
+    inside = first[unit] + rng.integers(0, size[unit])
+    out = np.empty(counts.size, dtype=np.int64)
+    pending = np.arange(counts.size)
     while pending.size:
         # P(outside) = W_out / (W_in + W_out) = exp(-a), a = log(1 + W_in / W_out)
         a = np.logaddexp(0.0, log_in[pending] - log_out[pending])

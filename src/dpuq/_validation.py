@@ -2,6 +2,24 @@
 
 Each check raises a :class:`ValueError` (or :class:`TypeError`) whose message names the
 argument and says what was wrong. Nothing is ever clipped or silently changed.
+
+Dtype policy (the one place it is decided)
+------------------------------------------
+- Scores, probabilities and data are *real numbers*: arrays of a float or integer dtype,
+  converted to float64 (integers are exact reals; float16/32 are widened exactly). bool,
+  complex, str, bytes, object (e.g. a list holding ``None``), datetime and structured arrays
+  are a :class:`TypeError` naming the argument: they are never coerced.
+- Labels are integers: integer dtypes, or floats whose values are all integral (labels read
+  from a text file are floats); bool and everything else is a :class:`TypeError`.
+- Array-likes: anything ``numpy.asarray`` accepts, plus objects with ``to_numpy()`` (pandas)
+  or ``detach()``/``cpu()``/``numpy()`` (torch tensors); :func:`to_ndarray` is the extension
+  point, and the dtype is checked *after* conversion, before any float cast.
+
+Size caps
+---------
+Every size parameter (bins, resamples, subsets, candidates, grid points) is checked against a
+cap before anything is allocated; :func:`check_size` puts the cap and its reason in the
+message. ``epsilon`` is capped at :data:`MAX_EPSILON`.
 """
 
 from __future__ import annotations
@@ -12,15 +30,43 @@ from numbers import Integral, Real
 import numpy as np
 
 __all__ = [
+    "MAX_BINS",
+    "MAX_CANDIDATES",
+    "MAX_EPSILON",
+    "MAX_GRID",
+    "MAX_RESAMPLES",
+    "MAX_WORK",
     "NotFittedError",
+    "as_real_array",
     "check_alpha",
     "check_array_1d",
+    "check_candidates",
     "check_epsilon",
+    "check_grid_size",
     "check_labels",
+    "check_n_bins",
     "check_positive_int",
     "check_probabilities",
     "check_scores",
+    "check_size",
+    "check_work",
+    "to_ndarray",
 ]
+
+
+#: Largest ε accepted: e^100 > 10^43 bounds no likelihood ratio worth the name (a release at
+#: a larger ε is not private), and larger values overflow e^ε in floating point.
+MAX_EPSILON = 100.0
+#: Bins of a private quantile or a calibration metric (resolution 1e-7; 8 bytes per bin).
+MAX_BINS = 10_000_000
+#: Bootstrap resamples (per subset): the Monte Carlo error ~1/sqrt(T) is then < 0.3%.
+MAX_RESAMPLES = 100_000
+#: Candidates of a grid mechanism (e.g. the private median): resolution R/10^6.
+MAX_CANDIDATES = 1_000_000
+#: Points of an evaluation grid (CDF thresholds).
+MAX_GRID = 100_000
+#: Cells of the largest intermediate array a call may build (e.g. subsets x resamples).
+MAX_WORK = 50_000_000
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -37,10 +83,16 @@ def _as_float(value, name: str) -> float:
 
 
 def check_epsilon(epsilon, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float; it must be finite and > 0."""
+    """Return ``epsilon`` as a float; it must be finite, > 0 and at most :data:`MAX_EPSILON`."""
     eps = _as_float(epsilon, name)
     if not math.isfinite(eps) or eps <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    if eps > MAX_EPSILON:
+        raise ValueError(
+            f"{name} must be <= {MAX_EPSILON:g}, got {epsilon!r}: e^{name} would bound no "
+            "meaningful likelihood ratio (such a release is not private); use the "
+            "non-private method instead"
+        )
     return eps
 
 
@@ -73,12 +125,98 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
     return v
 
 
+def check_size(value, name: str, *, maximum: int, reason: str, minimum: int = 1) -> int:
+    """Return a size parameter as an int in ``[minimum, maximum]``; the message gives the cap.
+
+    Examples
+    --------
+    >>> check_size(10, "n_resamples", maximum=100, reason="enough")
+    10
+    """
+    v = check_positive_int(value, name, minimum=minimum)
+    if v > maximum:
+        raise ValueError(f"{name} must be <= {maximum:,} ({reason}), got {v:,}")
+    return v
+
+
+def check_n_bins(n_bins, name: str = "n_bins", minimum: int = 2) -> int:
+    """The number of bins, in ``[minimum, MAX_BINS]``."""
+    return check_size(
+        n_bins,
+        name,
+        minimum=minimum,
+        maximum=MAX_BINS,
+        reason="a resolution of 1e-7 on [0, 1]; each bin costs memory before any data is seen",
+    )
+
+
+def check_candidates(n_candidates, name: str = "n_candidates") -> int:
+    """The number of candidates of a grid mechanism, in ``[2, MAX_CANDIDATES]``."""
+    return check_size(
+        n_candidates,
+        name,
+        minimum=2,
+        maximum=MAX_CANDIDATES,
+        reason="a resolution of 1e-6 of the public range; each candidate costs memory",
+    )
+
+
+def check_grid_size(n_grid, name: str = "n_grid") -> int:
+    """The number of points of an evaluation grid, in ``[1, MAX_GRID]``."""
+    return check_size(
+        n_grid, name, maximum=MAX_GRID, reason="each grid point costs one array column"
+    )
+
+
+def check_work(cells: int, what: str, advice: str) -> None:
+    """Refuse a computation whose largest intermediate array would exceed :data:`MAX_WORK`."""
+    if cells > MAX_WORK:
+        raise ValueError(
+            f"{what} needs {cells:,} cells, more than the cap of {MAX_WORK:,} (memory); {advice}"
+        )
+
+
+_REAL_KINDS = "fiu"
+
+
+def to_ndarray(x, name: str) -> np.ndarray:
+    """``numpy.asarray`` of an array-like, with pandas and torch objects converted first.
+
+    The extension point of the dtype policy: convert here, then check ``dtype.kind``.
+    """
+    if hasattr(x, "detach") and hasattr(x, "cpu") and hasattr(x, "numpy"):  # torch.Tensor
+        x = x.detach().cpu().numpy()
+    elif hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):  # pandas
+        x = x.to_numpy()
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"{name} must be a rectangular array of numbers: {exc}") from None
+
+
+def as_real_array(x, name: str) -> np.ndarray:
+    """Return ``x`` as a float64 array, refusing non-real dtypes (module docstring: policy).
+
+    Examples
+    --------
+    >>> as_real_array([1, 2.5], "x").tolist()
+    [1.0, 2.5]
+    >>> as_real_array([True, False], "x")
+    Traceback (most recent call last):
+    ...
+    TypeError: x must hold real numbers (float or integer dtype), got dtype bool
+    """
+    arr = to_ndarray(x, name)
+    if arr.dtype.kind not in _REAL_KINDS:
+        raise TypeError(
+            f"{name} must hold real numbers (float or integer dtype), got dtype {arr.dtype}"
+        )
+    return arr.astype(np.float64, copy=False)
+
+
 def check_array_1d(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
     """Return a finite 1-d float array."""
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    arr = as_real_array(x, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.size == 0 and not allow_empty:
@@ -94,10 +232,7 @@ def check_scores(scores, name: str = "scores", *, ndim: int | None = 1) -> np.nd
 
     Scores outside [0, 1], NaN or inf are an error naming how many are bad (SPEC A.2).
     """
-    try:
-        arr = np.asarray(scores, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    arr = as_real_array(scores, name)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -116,10 +251,7 @@ def check_scores(scores, name: str = "scores", *, ndim: int | None = 1) -> np.nd
 
 def check_probabilities(probs, name: str = "probs", *, atol: float = 1e-6) -> np.ndarray:
     """Return an (n, K) array of class probabilities, rows >= 0 summing to 1 within ``atol``."""
-    try:
-        arr = np.asarray(probs, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    arr = as_real_array(probs, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional (n_samples, n_classes), got {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
@@ -145,7 +277,7 @@ def check_probabilities(probs, name: str = "probs", *, atol: float = 1e-6) -> np
 
 def check_labels(labels, n_classes: int, n_samples: int, name: str = "labels") -> np.ndarray:
     """Return integer labels in ``0..n_classes-1`` with ``n_samples`` entries."""
-    arr = np.asarray(labels)
+    arr = to_ndarray(labels, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.shape[0] != n_samples:
@@ -153,8 +285,10 @@ def check_labels(labels, n_classes: int, n_samples: int, name: str = "labels") -
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
             raise ValueError(f"{name} must be integer class indices")
-    elif arr.dtype.kind not in "iub":
-        raise ValueError(f"{name} must be integer class indices, got dtype {arr.dtype}")
+        if arr.size and np.abs(arr).max() > 2**53:
+            raise ValueError(f"{name} must be integer class indices")
+    elif arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integer class indices, got dtype {arr.dtype}")
     arr = arr.astype(np.int64)
     bad = int(np.count_nonzero((arr < 0) | (arr >= n_classes)))
     if bad:

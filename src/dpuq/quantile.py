@@ -35,6 +35,7 @@ from dpuq._validation import (
     check_alpha,
     check_epsilon,
     check_in_open_unit,
+    check_n_bins,
     check_positive_int,
     check_scores,
 )
@@ -80,7 +81,7 @@ def bin_edges(n_bins: int) -> np.ndarray:
     >>> bin_edges(4).tolist()
     [0.25, 0.5, 0.75, 1.0]
     """
-    m = check_positive_int(n_bins, "n_bins", minimum=2)
+    m = check_n_bins(n_bins)
     return np.arange(1, m + 1, dtype=float) / m
 
 
@@ -440,7 +441,7 @@ def _check_plan(n, alpha, epsilon, n_bins):
         check_positive_int(n, "n"),
         check_alpha(alpha),
         check_epsilon(epsilon),
-        check_positive_int(n_bins, "n_bins", minimum=2),
+        check_n_bins(n_bins),
     )
 
 

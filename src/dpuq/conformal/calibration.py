@@ -20,6 +20,7 @@ from dpuq._validation import (
     check_array_1d,
     check_epsilon,
     check_in_open_unit,
+    check_n_bins,
     check_positive_int,
     check_scores,
 )
@@ -100,7 +101,7 @@ def _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma) -> tuple[int, float]:
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
         m, g = auto_n_bins(n, alpha, epsilon)
     else:
-        m = check_positive_int(n_bins, "n_bins", minimum=2)
+        m = check_n_bins(n_bins)
         g = None
     if isinstance(gamma, str):
         if gamma != "auto":
@@ -268,7 +269,7 @@ def coverage_upper_bound(
     n = check_positive_int(n, "n")
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
-    m = check_positive_int(n_bins, "n_bins", minimum=2)
+    m = check_n_bins(n_bins)
     gamma = check_in_open_unit(gamma, "gamma")
     if not (0.0 <= float(p_max) <= 1.0):
         raise ValueError(f"p_max must be in [0, 1], got {p_max!r}")

@@ -274,7 +274,7 @@ def simulate_em_median(
     ``ε`` times the subset's spread in ranks is large), memory ``O(n + chunk)``: no
     ``subsets x candidates x resamples`` array is formed.
     """
-    kk, m, b = res.xs.shape
+    kk, m, _ = res.xs.shape
     tt, g = res.n_resamples, candidates.size
     cum = res.cumulative()
     cum0 = np.concatenate([np.zeros((kk, tt, 1)), cum], axis=-1)  # (K, T, b+1)

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtri
 
-from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq._validation import check_candidates, check_epsilon, check_grid_size, check_in_open_unit
 from dpuq.inference._data import (
     Statistic,
     UninformativeIntervalWarning,
@@ -63,6 +63,7 @@ from dpuq.inference.aggregation import (
 from dpuq.inference.bootstrap import (
     _naive_release,
     _resolve_resamples,
+    check_subset_work,
     default_grid,
     naive_bootstrap_privacy,
     subset_roots,
@@ -291,6 +292,7 @@ def _ensemble_interval(
     )
 
     s = resolve_n_subsets(n_subsets, n, e_cdf)
+    check_subset_work(s, tt)
     b = n // s
     if stat.name == "trimmed_mean" and b - 2 * stat.n_trim(b) < 1:
         raise ValueError(f"trim={stat.trim} leaves no data in subsets of {b} points")
@@ -643,6 +645,8 @@ def private_confidence_interval(
         raise ValueError(f"x needs at least 4 values for an interval, got n={n}")
     if stat.name == "trimmed_mean" and n - 2 * stat.n_trim(n) < 1:
         raise ValueError(f"trim={stat.trim} leaves no data")
+    if stat.name == "median":
+        check_candidates(n_candidates)
     rng = check_random_state(random_state)
     if method == "ensemble":
         tt = _resolve_resamples(n_resamples, DEFAULT_INTERVAL_RESAMPLES)
@@ -653,7 +657,18 @@ def private_confidence_interval(
         tt = _resolve_resamples(n_resamples, DEFAULT_INTERVAL_RESAMPLES)
         b_fail = check_in_open_unit(beta, "beta")
         out = _ensemble_cdf_interval(
-            data, bnds, stat, a, e_est, e_cdf, n_subsets, tt, rng, n_candidates, b_fail, int(n_grid)
+            data,
+            bnds,
+            stat,
+            a,
+            e_est,
+            e_cdf,
+            n_subsets,
+            tt,
+            rng,
+            n_candidates,
+            b_fail,
+            check_grid_size(n_grid),
         )
     elif method == "naive":
         if stat.name == "median":

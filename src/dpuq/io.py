@@ -141,12 +141,11 @@ _BOMS = (
 
 def _decode(raw: bytes, label: str) -> str:
     """Text of a file: UTF-8, or UTF-16 when a byte-order mark says so; the mark is dropped."""
-    for bom, encoding in _BOMS:
+    encoding = "utf-8"
+    for bom, enc in _BOMS:
         if raw.startswith(bom):
-            raw = raw[len(bom) :]
+            raw, encoding = raw[len(bom) :], enc
             break
-    else:
-        encoding = "utf-8"
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError:

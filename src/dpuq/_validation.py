@@ -36,6 +36,7 @@ __all__ = [
     "MAX_GRID",
     "MAX_RESAMPLES",
     "MAX_WORK",
+    "MIN_PARAMETER",
     "NotFittedError",
     "as_real_array",
     "check_alpha",
@@ -45,6 +46,7 @@ __all__ = [
     "check_grid_size",
     "check_labels",
     "check_n_bins",
+    "check_positive_finite",
     "check_positive_int",
     "check_probabilities",
     "check_scores",
@@ -57,6 +59,9 @@ __all__ = [
 #: Largest ε accepted: e^100 > 10^43 bounds no likelihood ratio worth the name (a release at
 #: a larger ε is not private), and larger values overflow e^ε in floating point.
 MAX_EPSILON = 100.0
+#: Smallest ε, level (alpha, gamma, beta, delta) accepted: below it products such as
+#: ``gamma * alpha`` or ``epsilon * n`` underflow to 0 in the closed forms.
+MIN_PARAMETER = 1e-12
 #: Bins of a private quantile or a calibration metric (resolution 1e-7; 8 bytes per bin).
 MAX_BINS = 10_000_000
 #: Bootstrap resamples (per subset): the Monte Carlo error ~1/sqrt(T) is then < 0.3%.
@@ -87,6 +92,10 @@ def check_epsilon(epsilon, name: str = "epsilon") -> float:
     eps = _as_float(epsilon, name)
     if not math.isfinite(eps) or eps <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    if eps < MIN_PARAMETER:
+        raise ValueError(
+            f"{name} must be >= {MIN_PARAMETER:g} (smaller values underflow), got {epsilon!r}"
+        )
     if eps > MAX_EPSILON:
         raise ValueError(
             f"{name} must be <= {MAX_EPSILON:g}, got {epsilon!r}: e^{name} would bound no "
@@ -96,11 +105,23 @@ def check_epsilon(epsilon, name: str = "epsilon") -> float:
     return eps
 
 
+def check_positive_finite(value, name: str) -> float:
+    """Return ``value`` as a finite float > 0 (a scale, a bound, a sensitivity)."""
+    v = _as_float(value, name)
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return v
+
+
 def check_alpha(alpha, name: str = "alpha", upper: float = 0.5) -> float:
     """Return the miscoverage level; it must lie in (0, upper] (SPEC A.1: (0, 0.5])."""
     a = _as_float(alpha, name)
     if not (0.0 < a <= upper) or math.isnan(a):
         raise ValueError(f"{name} must be in (0, {upper:g}], got {alpha!r}")
+    if a < MIN_PARAMETER:
+        raise ValueError(
+            f"{name} must be >= {MIN_PARAMETER:g} (smaller values underflow), got {alpha!r}"
+        )
     return a
 
 
@@ -109,6 +130,10 @@ def check_in_open_unit(value, name: str) -> float:
     v = _as_float(value, name)
     if not (0.0 < v < 1.0):
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    if v < MIN_PARAMETER:
+        raise ValueError(
+            f"{name} must be >= {MIN_PARAMETER:g} (smaller values underflow), got {value!r}"
+        )
     return v
 
 

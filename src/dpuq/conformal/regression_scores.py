@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from dpuq._validation import _as_float, check_array_1d
+from dpuq._validation import _as_float, as_real_array, check_array_1d
 
 __all__ = [
     "absolute_residual_intervals",
@@ -72,10 +72,7 @@ def _check_pair(y_pred, y, name: str = "y_pred") -> tuple[np.ndarray, np.ndarray
 
 def check_quantile_predictions(y_quantiles, name: str = "quantile predictions") -> np.ndarray:
     """Return an (n, 2) float array of finite ``[lower, upper]`` quantile predictions."""
-    try:
-        q = np.asarray(y_quantiles, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    q = as_real_array(y_quantiles, name)
     if q.ndim != 2 or q.shape[1] != 2:
         raise ValueError(f"{name} must have shape (n, 2) (lower, upper), got {q.shape}")
     if q.shape[0] == 0:

@@ -149,8 +149,8 @@ def resolve_n_subsets(n_subsets, n: int, epsilon: float, *, min_subset_size: int
         s = min(s, n // min_subset_size)
         if s < 1:
             raise ValueError(
-                f"n={n} is too small: the ensemble needs at least {min_subset_size} points "
-                f"(got n={n})"
+                f"x has n={n} value(s): too few, the ensemble needs at least "
+                f"{min_subset_size} points"
             )
         return s
     if isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
@@ -159,6 +159,6 @@ def resolve_n_subsets(n_subsets, n: int, epsilon: float, *, min_subset_size: int
     if n < s * min_subset_size:
         raise ValueError(
             f"n_subsets={s} needs n >= {s * min_subset_size} ({min_subset_size} points per "
-            f"subset); got n={n}. Use fewer subsets or more data"
+            f"subset); x has n={n}. Use fewer subsets or more data"
         )
     return s

@@ -30,6 +30,7 @@ import numpy as np
 
 from dpuq._validation import (
     MAX_RESAMPLES,
+    as_real_array,
     check_array_1d,
     check_candidates,
     check_epsilon,
@@ -159,7 +160,7 @@ def _resolve_resamples(n_resamples, default: int) -> int:
 
 
 def _check_thresholds(t, name: str = "t") -> np.ndarray:
-    arr = np.asarray(t, dtype=float)
+    arr = as_real_array(t, name)
     if arr.ndim > 1:
         raise ValueError(f"{name} must be a number or a 1-d array, got shape {arr.shape}")
     check_array_1d(arr.reshape(-1), name)

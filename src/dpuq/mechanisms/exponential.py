@@ -32,7 +32,7 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from dpuq._validation import check_array_1d, check_epsilon
+from dpuq._validation import check_array_1d, check_epsilon, check_positive_finite
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = [
@@ -56,7 +56,7 @@ _BAND = 20.0
 def _log_weights(utilities, epsilon, sensitivity, monotone: bool) -> np.ndarray:
     u = check_array_1d(utilities, "utilities")
     eps = check_epsilon(epsilon)
-    sens = check_epsilon(sensitivity, "sensitivity")
+    sens = check_positive_finite(sensitivity, "sensitivity")
     return u * (eps / (sens if monotone else 2.0 * sens))
 
 
@@ -265,10 +265,10 @@ def exponential_mechanism_accuracy_bound(
 
     r = check_positive_int(n_candidates, "n_candidates")
     eps = check_epsilon(epsilon)
-    sens = check_epsilon(sensitivity, "sensitivity")
+    sens = check_positive_finite(sensitivity, "sensitivity")
     b = check_in_open_unit(beta, "beta")
     scale = sens / eps if monotone else 2.0 * sens / eps
-    return scale * (math.log(r) + math.log(1.0 / b))
+    return scale * (math.log(r) - math.log(b))
 
 
 # ---------------------------------------------------------------------------------------------

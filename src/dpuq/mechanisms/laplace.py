@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from dpuq._validation import check_epsilon
+from dpuq._validation import as_real_array, check_epsilon, check_positive_finite
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = [
@@ -46,7 +46,7 @@ __all__ = [
 
 
 def _check_scale(scale) -> float:
-    return check_epsilon(scale, "scale")
+    return check_positive_finite(scale, "scale")
 
 
 def laplace_scale(sensitivity: float, epsilon: float) -> float:
@@ -68,7 +68,10 @@ def laplace_scale(sensitivity: float, epsilon: float) -> float:
     >>> laplace_scale(2.0, 0.5)
     4.0
     """
-    return check_epsilon(sensitivity, "sensitivity") / check_epsilon(epsilon)
+    scale = check_positive_finite(sensitivity, "sensitivity") / check_epsilon(epsilon)
+    if not math.isfinite(scale):
+        raise ValueError(f"sensitivity / epsilon overflows ({sensitivity!r} / {epsilon!r})")
+    return scale
 
 
 def laplace_mechanism(
@@ -107,7 +110,7 @@ def laplace_mechanism(
     True
     """
     scale = laplace_scale(sensitivity, epsilon)
-    arr = np.asarray(value, dtype=float)
+    arr = as_real_array(value, "value")
     if not np.all(np.isfinite(arr)):
         raise ValueError("value must be finite")
     rng = check_random_state(random_state)
@@ -171,4 +174,4 @@ def laplace_tail_bound(scale: float, beta: float) -> float:
     """
     from dpuq._validation import check_in_open_unit
 
-    return _check_scale(scale) * math.log(1.0 / check_in_open_unit(beta, "beta"))
+    return -_check_scale(scale) * math.log(check_in_open_unit(beta, "beta"))

@@ -98,9 +98,8 @@ def check_epsilon(epsilon, name: str = "epsilon") -> float:
         )
     if eps > MAX_EPSILON:
         raise ValueError(
-            f"{name} must be <= {MAX_EPSILON:g}, got {epsilon!r}: e^{name} would bound no "
-            "meaningful likelihood ratio (such a release is not private); use the "
-            "non-private method instead"
+            f"{name} must be <= {MAX_EPSILON:g}, got {epsilon!r}: a likelihood-ratio bound "
+            f"above e^{MAX_EPSILON:g} means no privacy; use the non-private method instead"
         )
     return eps
 

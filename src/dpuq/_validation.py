@@ -34,6 +34,7 @@ __all__ = [
     "MAX_CANDIDATES",
     "MAX_EPSILON",
     "MAX_GRID",
+    "MAX_MAGNITUDE",
     "MAX_RESAMPLES",
     "MAX_WORK",
     "MIN_PARAMETER",
@@ -45,6 +46,7 @@ __all__ = [
     "check_epsilon",
     "check_grid_size",
     "check_labels",
+    "check_magnitude",
     "check_n_bins",
     "check_positive_finite",
     "check_positive_int",
@@ -62,6 +64,8 @@ MAX_EPSILON = 100.0
 #: Smallest ε, level (alpha, gamma, beta, delta) accepted: below it products such as
 #: ``gamma * alpha`` or ``epsilon * n`` underflow to 0 in the closed forms.
 MIN_PARAMETER = 1e-12
+#: Largest magnitude of data whose squares and sums must stay finite (bounds, bootstrap data).
+MAX_MAGNITUDE = 1e150
 #: Bins of a private quantile or a calibration metric (resolution 1e-7; 8 bytes per bin).
 MAX_BINS = 10_000_000
 #: Bootstrap resamples (per subset): the Monte Carlo error ~1/sqrt(T) is then < 0.3%.
@@ -190,6 +194,16 @@ def check_grid_size(n_grid, name: str = "n_grid") -> int:
     return check_size(
         n_grid, name, maximum=MAX_GRID, reason="each grid point costs one array column"
     )
+
+
+def check_magnitude(arr: np.ndarray, name: str) -> np.ndarray:
+    """Refuse values beyond :data:`MAX_MAGNITUDE`, whose squares or sums would overflow."""
+    if arr.size and float(np.abs(arr).max()) > MAX_MAGNITUDE:
+        raise ValueError(
+            f"{name} has values beyond ±{MAX_MAGNITUDE:g}: their squares and sums overflow; "
+            "rescale the data"
+        )
+    return arr
 
 
 def check_work(cells: int, what: str, advice: str) -> None:

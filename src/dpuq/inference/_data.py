@@ -14,7 +14,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from dpuq._validation import check_array_1d, check_epsilon, check_positive_int
+from dpuq._validation import check_array_1d, check_epsilon, check_magnitude, check_positive_int
 
 __all__ = [
     "REPLACE_ONE_DATA",
@@ -54,6 +54,7 @@ def check_bounds(bounds) -> tuple[float, float]:
     a, b = float(a), float(b)
     if not (math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"bounds must be finite, got {bounds!r}")
+    check_magnitude(np.array([a, b]), "bounds")
     if not a < b:
         raise ValueError(f"bounds must satisfy lower < upper, got {bounds!r}")
     return a, b

@@ -732,10 +732,11 @@ def percentile_bootstrap_interval(
     """
     a = check_in_open_unit(alpha, "alpha")
     stat = parse_statistic(statistic, trim)
-    from dpuq._validation import check_array_1d, check_positive_int
+    from dpuq._validation import check_array_1d, check_magnitude, check_work
 
-    data = check_array_1d(x, "x")
-    b_res = check_positive_int(n_resamples, "n_resamples")
+    data = check_magnitude(check_array_1d(x, "x"), "x")
+    b_res = _resolve_resamples(n_resamples, 1000)
+    check_work(b_res * data.size, "n_resamples x n", "use fewer resamples")
     rng = check_random_state(random_state)
     lo, hi, est = _percentile_batch(data[None, :], stat, a, b_res, rng)
     return ConfidenceInterval(

@@ -210,7 +210,7 @@ def private_quantile(
 
     Examples
     --------
-    >>> private_quantile(np.linspace(0, 1, 101), 0.9, 500.0, 20, random_state=0)
+    >>> private_quantile(np.linspace(0, 1, 101), 0.9, 100.0, 20, random_state=0)
     0.9
     """
     s, q, eps, edges = _validated(scores, level, epsilon, n_bins)

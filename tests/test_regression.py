@@ -157,9 +157,7 @@ class TestCoverage:
 class TestEstimators:
     def test_shapes_like_mapie(self, rng):
         x, y = linear_data(rng, 900)
-        reg = dpuq.PrivateConformalRegressor(
-            FixedLinear(), epsilon=1.0, bound=5.0, random_state=0
-        )
+        reg = dpuq.PrivateConformalRegressor(FixedLinear(), epsilon=1.0, bound=5.0, random_state=0)
         assert reg.conformalize(x[:600], y[:600]) is reg
         assert reg.predict(x[600:]).shape == (300,)
         iv = reg.predict_interval(x[600:])

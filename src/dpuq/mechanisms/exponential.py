@@ -57,7 +57,15 @@ def _log_weights(utilities, epsilon, sensitivity, monotone: bool) -> np.ndarray:
     u = check_array_1d(utilities, "utilities")
     eps = check_epsilon(epsilon)
     sens = check_positive_finite(sensitivity, "sensitivity")
-    return u * (eps / (sens if monotone else 2.0 * sens))
+    scale = eps / (sens if monotone else 2.0 * sens)
+    if not math.isfinite(scale):
+        raise ValueError(
+            f"sensitivity={sensitivity!r} is too small: epsilon / sensitivity overflows"
+        )
+    # Shifted by the largest utility (the law is unchanged): log-weights <= 0, so huge
+    # utilities cannot lose the normaliser to rounding; a gap that overflows is weight 0.
+    with np.errstate(over="ignore"):
+        return (u - u.max()) * scale
 
 
 def _bernoulli_exp_neg(a: float, rng: np.random.Generator) -> bool:

@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpuq._validation import (
+    _as_float,
     check_alpha,
     check_array_1d,
     check_epsilon,
@@ -271,7 +272,7 @@ def coverage_upper_bound(
     epsilon = check_epsilon(epsilon)
     m = check_n_bins(n_bins)
     gamma = check_in_open_unit(gamma, "gamma")
-    if not (0.0 <= float(p_max) <= 1.0):
+    if not (0.0 <= _as_float(p_max, "p_max") <= 1.0):
         raise ValueError(f"p_max must be in [0, 1], got {p_max!r}")
     q = _level(n, alpha, epsilon, m, gamma)
     if q >= 1.0:

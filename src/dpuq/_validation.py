@@ -302,6 +302,12 @@ def check_probabilities(probs, name: str = "probs", *, atol: float = 1e-6) -> np
     negative = int(np.count_nonzero(arr < 0))
     if negative:
         raise ValueError(f"{name} has {negative} negative value(s); probabilities must be >= 0")
+    above = int(np.count_nonzero(arr > 1.0 + atol))
+    if above:
+        raise ValueError(
+            f"{name} has {above} value(s) > 1: rows of probabilities lie in [0, 1] and sum "
+            "to 1. Pass probabilities, not logits or scores."
+        )
     sums = arr.sum(axis=1)
     off = np.abs(sums - 1.0) > atol
     if off.any():

@@ -276,7 +276,10 @@ def exponential_mechanism_accuracy_bound(
     sens = check_positive_finite(sensitivity, "sensitivity")
     b = check_in_open_unit(beta, "beta")
     scale = sens / eps if monotone else 2.0 * sens / eps
-    return scale * (math.log(r) - math.log(b))
+    bound = scale * (math.log(r) - math.log(b))
+    if not math.isfinite(bound):
+        raise ValueError(f"sensitivity={sensitivity!r} over epsilon={epsilon!r} overflows")
+    return bound
 
 
 # ---------------------------------------------------------------------------------------------

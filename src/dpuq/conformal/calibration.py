@@ -17,10 +17,12 @@ from fractions import Fraction
 import numpy as np
 
 from dpuq._validation import (
+    _as_float,
     check_alpha,
     check_array_1d,
     check_epsilon,
     check_in_open_unit,
+    check_n_bins,
     check_positive_int,
     check_scores,
 )
@@ -139,7 +141,7 @@ def _check_bins_gamma(n_bins, gamma, method: str) -> None:
         if n_bins != "auto":
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
     else:
-        check_positive_int(n_bins, "n_bins", minimum=2)
+        check_n_bins(n_bins)
     if isinstance(gamma, str):
         if gamma != "auto":
             raise ValueError(f"gamma must be 'auto' or a number in (0, 1), got {gamma!r}")
@@ -159,7 +161,7 @@ def _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma, method="paper"):
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
         m, g = auto_n_bins(n, alpha, epsilon, method="paper")
     else:
-        m = check_positive_int(n_bins, "n_bins", minimum=2)
+        m = check_n_bins(n_bins)
         g = None
     if isinstance(gamma, str):
         if gamma != "auto":
@@ -419,9 +421,9 @@ def coverage_upper_bound(
     n = check_positive_int(n, "n")
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
-    m = check_positive_int(n_bins, "n_bins", minimum=2)
+    m = check_n_bins(n_bins)
     gamma = check_in_open_unit(gamma, "gamma")
-    if not (0.0 <= float(p_max) <= 1.0):
+    if not (0.0 <= _as_float(p_max, "p_max") <= 1.0):
         raise ValueError(f"p_max must be in [0, 1], got {p_max!r}")
     q = _level(n, alpha, epsilon, m, gamma)
     if q >= 1.0:

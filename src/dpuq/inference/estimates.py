@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpuq._validation import check_epsilon, check_positive_int
+from dpuq._validation import check_candidates, check_epsilon, check_positive_int
 from dpuq.inference._blocks import blocked_mean_variance
 from dpuq.inference._data import (
     Statistic,
@@ -136,7 +136,7 @@ def median_candidates(bounds, n_candidates: int = DEFAULT_MEDIAN_CANDIDATES) -> 
     [0.0, 0.5, 1.0]
     """
     a, b = check_bounds(bounds)
-    g = check_positive_int(n_candidates, "n_candidates", minimum=2)
+    g = check_candidates(n_candidates)
     return np.linspace(a, b, g)
 
 

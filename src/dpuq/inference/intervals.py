@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtri
 
-from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq._validation import check_candidates, check_epsilon, check_grid_size, check_in_open_unit
 from dpuq.inference._data import (
     Statistic,
     UninformativeIntervalWarning,
@@ -63,6 +63,7 @@ from dpuq.inference.aggregation import (
 from dpuq.inference.bootstrap import (
     _naive_release,
     _resolve_resamples,
+    check_subset_work,
     default_grid,
     naive_bootstrap_privacy,
     subset_roots,
@@ -297,6 +298,7 @@ def _ensemble_interval(
     )
 
     s = resolve_n_subsets(n_subsets, n, e_cdf)
+    check_subset_work(s, tt)
     b = n // s
     if stat.name == "trimmed_mean" and b - 2 * stat.n_trim(b) < 1:
         raise ValueError(f"trim={stat.trim} leaves no data in subsets of {b} points")
@@ -668,6 +670,8 @@ def private_confidence_interval(
         raise ValueError(f"x needs at least 4 values for an interval, got n={n}")
     if stat.name == "trimmed_mean" and n - 2 * stat.n_trim(n) < 1:
         raise ValueError(f"trim={stat.trim} leaves no data")
+    if stat.name == "median":
+        check_candidates(n_candidates)
     rng = check_random_state(random_state)
     what, seeded = f"private_confidence_interval ({method})", random_state is not None
     if method == "ensemble":
@@ -685,7 +689,18 @@ def private_confidence_interval(
             cost -= e_cdf * (_tree_bound(int(n_grid), s_cdf, e_cdf, b_fail)[0] >= a / 2.0)
         charge(ledger, dataset, cost, what=what, seeded=seeded)
         out = _ensemble_cdf_interval(
-            data, bnds, stat, a, e_est, e_cdf, n_subsets, tt, rng, n_candidates, b_fail, int(n_grid)
+            data,
+            bnds,
+            stat,
+            a,
+            e_est,
+            e_cdf,
+            n_subsets,
+            tt,
+            rng,
+            n_candidates,
+            b_fail,
+            check_grid_size(n_grid),
         )
     elif method == "naive":
         if stat.name == "median":
@@ -751,10 +766,11 @@ def percentile_bootstrap_interval(
     """
     a = check_in_open_unit(alpha, "alpha")
     stat = parse_statistic(statistic, trim)
-    from dpuq._validation import check_array_1d, check_positive_int
+    from dpuq._validation import check_array_1d, check_magnitude, check_work
 
-    data = check_array_1d(x, "x")
-    b_res = check_positive_int(n_resamples, "n_resamples")
+    data = check_magnitude(check_array_1d(x, "x"), "x")
+    b_res = _resolve_resamples(n_resamples, 1000)
+    check_work(b_res * data.size, "n_resamples x n", "use fewer resamples")
     rng = check_random_state(random_state)
     lo, hi, est = _percentile_batch(data[None, :], stat, a, b_res, rng)
     return ConfidenceInterval(

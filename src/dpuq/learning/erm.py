@@ -239,6 +239,6 @@ def pac_sample_complexity(n_concepts: int, alpha: float, beta: float, epsilon: f
     a = check_in_open_unit(alpha, "alpha")
     b = check_in_open_unit(beta, "beta")
     eps = check_epsilon(epsilon)
-    log_term = math.log(2.0 * k / b)
+    log_term = math.log(2.0 * k) - math.log(b)
     bound = max(4.0 * log_term / (eps * a), 2.0 * log_term / (a * a))
     return math.ceil(bound)

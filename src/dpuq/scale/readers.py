@@ -131,27 +131,32 @@ def _parquet(p: Path, label: str, column: str | None, chunk_rows: int) -> Chunke
 
 
 def _text(p: Path, label: str, column: str | None, chunk_rows: int) -> ChunkedScores:
-    from dpuq.io import text_layout
+    from dpuq.io import is_data_line, text_layout
 
+    # the rules of dpuq.io: byte-order mark, blank and comment lines, header line
     delimiter, skip, usecols = text_layout(p, label)
     if column is not None:
-        if not skip:
+        with open(p, encoding="utf-8-sig") as fh:
+            before = [line for line in itertools.islice(fh, skip) if is_data_line(line)]
+        if not before:
             raise ValueError(f"{label}: --column needs a header line naming the columns")
-        with open(p, encoding="utf-8") as fh:
-            header = fh.readline()
+        header = before[-1]
         names = [t.strip() for t in (header.split(delimiter) if delimiter else header.split())]
         if column not in names:
             raise ValueError(f"{label}: no column {column!r}; columns are {names}")
         usecols = [names.index(column)]
 
     def chunks() -> Iterator[np.ndarray]:
-        with open(p, encoding="utf-8") as fh:
+        with open(p, encoding="utf-8-sig") as fh:
             for _ in range(skip):
                 fh.readline()
             while True:
-                lines = list(itertools.islice(fh, chunk_rows))
-                if not lines:
+                raw = list(itertools.islice(fh, chunk_rows))
+                if not raw:
                     return
+                lines = [line for line in raw if is_data_line(line)]
+                if not lines:
+                    continue
                 try:
                     arr = np.loadtxt(
                         lines, delimiter=delimiter, usecols=usecols, dtype=float, ndmin=2

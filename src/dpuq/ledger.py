@@ -317,7 +317,7 @@ class Ledger:
         budget, :class:`BudgetError` if ``dataset`` has no budget, :class:`ValueError` for a
         cost under replace-one charged to an add/remove-one budget.
         """
-        from dpuq import __version__
+        from dpuq._version import __version__
 
         dataset = _check_name(dataset)
         s_eps, s_dl = _check_cost(epsilon, delta)

@@ -20,7 +20,7 @@ HELP = (
 
 def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -> int:
     """The body of ``dpuq calibrate --class-conditional`` (inputs checked before the release)."""
-    from dpuq import __version__
+    from dpuq._version import __version__
     from dpuq.commands.calibrate import (
         CALIBRATION_FORMAT,
         CALIBRATION_FORMAT_VERSION,

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpuq.commands.calibrate import bins_arg, float_arg
+from dpuq.commands._args import add_command, bins_arg, float_arg
 
 AUTO_NOTE = "  (auto: data-independent, no privacy cost)"
 DEFAULT_N_GRID = (100, 200, 500, 1000, 2000, 5000, 10000)
@@ -43,12 +43,12 @@ examples:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "plan",
         help="what a private calibration will give at n, alpha, epsilon (no data needed)",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--n", type=int, nargs="+", metavar="N", help="number of calibration points (public)"

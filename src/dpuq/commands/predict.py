@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dpuq.commands._args import add_command
 from dpuq.commands.calibrate import read_probabilities
 
 DESCRIPTION = """\
@@ -37,12 +38,12 @@ examples:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "predict",
         help="prediction sets or intervals for new data from a calibration JSON",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--calibration",

@@ -29,14 +29,14 @@ examples:
 
 
 def register(subparsers) -> None:
-    from dpuq.commands.calibrate import float_arg, seed_arg
+    from dpuq.commands._args import add_command, float_arg, seed_arg
 
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "temperature",
         help="release an epsilon-DP softmax temperature from held-out logits",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--logits", metavar="FILE", help="held-out logits, shape (n, K)")
     p.add_argument("--probs", metavar="FILE", help="held-out probabilities (n, K) instead")
@@ -76,7 +76,7 @@ def _grid(values):
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from dpuq import __version__
+    from dpuq._version import __version__
     from dpuq._validation import check_epsilon
     from dpuq.io import check_output_path, read_matrix, read_vector, write_json
     from dpuq.training.temperature import private_temperature_scaling

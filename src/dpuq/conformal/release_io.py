@@ -43,7 +43,7 @@ def calibration_record(
     cal, *, task: str = "scores", score: dict | None = None, **extra: Any
 ) -> dict[str, Any]:
     """The JSON object of a release (``extra``: e.g. ``n_classes``, ``classes``)."""
-    from dpuq import __version__
+    from dpuq._version import __version__
 
     return {
         "format": CALIBRATION_FORMAT,

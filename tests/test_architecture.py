@@ -192,9 +192,7 @@ def test_the_checks_can_fail_on_a_synthetic_graph():
         "dpuq.experiments.demo": set(),
     }
     assert find_cycles(bad) == [["dpuq.a", "dpuq.b", "dpuq.c", "dpuq.a"]]
-    assert upward_imports(bad) == [
-        "dpuq.mechanisms.x -> dpuq.helper -> dpuq.experiments.demo"
-    ]
+    assert upward_imports(bad) == ["dpuq.mechanisms.x -> dpuq.helper -> dpuq.experiments.demo"]
     assert find_cycles({"dpuq.a": {"dpuq.b"}, "dpuq.b": set()}) == []
 
 

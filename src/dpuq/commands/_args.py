@@ -5,7 +5,7 @@ Examples
 >>> import argparse
 >>> parser = argparse.ArgumentParser(prog="dpuq")
 >>> sub = parser.add_subparsers()
->>> p = add_command(sub, "hello", help="say hello", description="Say hello.", epilog="")
+>>> p = add_command(sub, "hello", "say hello", "Say hello.", "")
 >>> _ = p.add_argument("--epsilon", type=float_arg)
 >>> parser.parse_args(["hello", "--epsilon", "0.5"]).epsilon
 0.5
@@ -23,7 +23,7 @@ __all__ = ["MAX_BINS", "add_command", "bins_arg", "float_arg", "seed_arg"]
 MAX_BINS = 10_000_000
 
 
-def add_command(subparsers, name: str, *, help: str, description: str, epilog: str):
+def add_command(subparsers, name: str, help: str, description: str, epilog: str):
     """Register sub-command ``name`` with its help, description and examples (kept as written)."""
     return subparsers.add_parser(
         name,
@@ -34,16 +34,18 @@ def add_command(subparsers, name: str, *, help: str, description: str, epilog: s
     )
 
 
+def _convert(text: str, kind, expected: str):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from None
+
+
 def bins_arg(text: str) -> str | int:
     """``auto`` or an integer >= 2."""
     if text == "auto":
         return "auto"
-    try:
-        m = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be 'auto' or an integer >= 2, got {text!r}"
-        ) from None
+    m = _convert(text, int, "'auto' or an integer >= 2")
     if not 2 <= m <= MAX_BINS:
         raise argparse.ArgumentTypeError(
             f"must be 'auto' or an integer from 2 to {MAX_BINS:,}, got {text!r}"
@@ -53,10 +55,7 @@ def bins_arg(text: str) -> str | int:
 
 def seed_arg(text: str) -> int:
     """A non-negative integer seed."""
-    try:
-        s = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    s = _convert(text, int, "a non-negative integer")
     if s < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
     return s
@@ -64,10 +63,7 @@ def seed_arg(text: str) -> int:
 
 def float_arg(text: str) -> float:
     """A finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    value = _convert(text, float, "a number")
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value

@@ -8,6 +8,8 @@ import sys
 
 from dpuq.commands._args import add_command, float_arg
 
+HELP = "privacy budgets of data sets: init, show, history"
+
 DESCRIPTION = """\
 Keep count of the privacy spent on each data set. A ledger is one SQLite file; in it each named
 data set (e.g. "icu-2024") has a budget epsilon (and delta), and every release about it
@@ -61,13 +63,7 @@ def open_ledger(args, *, create: bool = False):
 
 
 def register(subparsers) -> None:
-    p = add_command(
-        subparsers,
-        "budget",
-        help="privacy budgets of data sets: init, show, history",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    p = add_command(subparsers, "budget", HELP, DESCRIPTION, EPILOG)
     sub = p.add_subparsers(dest="budget_command", metavar="ACTION", parser_class=type(p))
 
     from dpuq.report import Relation

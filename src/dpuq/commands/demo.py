@@ -110,7 +110,8 @@ def _command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     check_extras(args)
-    from dpuq.experiments.demo import DemoConfig, format_demo, run_demo, write_report
+    from dpuq.experiments.demo import DemoConfig, run_demo, write_report
+    from dpuq.experiments.demo_results import format_demo
     from dpuq.experiments.output import check_output_dir
 
     if not args.no_report:

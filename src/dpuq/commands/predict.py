@@ -11,6 +11,8 @@ import numpy as np
 from dpuq.commands._args import add_command
 from dpuq.commands.calibrate import read_probabilities
 
+HELP = "prediction sets or intervals for new data from a calibration JSON"
+
 DESCRIPTION = """\
 Turn a calibration released by `dpuq calibrate` into prediction sets (classification, or
 your own scores) or prediction intervals (regression) for new data. Uses only the released
@@ -38,13 +40,7 @@ examples:
 
 
 def register(subparsers) -> None:
-    p = add_command(
-        subparsers,
-        "predict",
-        help="prediction sets or intervals for new data from a calibration JSON",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    p = add_command(subparsers, "predict", HELP, DESCRIPTION, EPILOG)
     p.add_argument(
         "--calibration",
         required=True,

@@ -6,6 +6,8 @@ import argparse
 import sys
 import warnings
 
+HELP = "release an epsilon-DP softmax temperature from held-out logits"
+
 DESCRIPTION = """\
 Private temperature scaling: release one softmax temperature T (use softmax(logits / T))
 with epsilon-differential privacy for the held-out people whose logits and labels are given,
@@ -31,13 +33,7 @@ examples:
 def register(subparsers) -> None:
     from dpuq.commands._args import add_command, float_arg, seed_arg
 
-    p = add_command(
-        subparsers,
-        "temperature",
-        help="release an epsilon-DP softmax temperature from held-out logits",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-    )
+    p = add_command(subparsers, "temperature", HELP, DESCRIPTION, EPILOG)
     p.add_argument("--logits", metavar="FILE", help="held-out logits, shape (n, K)")
     p.add_argument("--probs", metavar="FILE", help="held-out probabilities (n, K) instead")
     p.add_argument("--labels", metavar="FILE", required=True, help="true classes 0..K-1, (n,)")
@@ -76,8 +72,8 @@ def _grid(values):
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from dpuq._version import __version__
     from dpuq._validation import check_epsilon
+    from dpuq._version import __version__
     from dpuq.io import check_output_path, read_matrix, read_vector, write_json
     from dpuq.training.temperature import private_temperature_scaling
 

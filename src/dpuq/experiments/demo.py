@@ -39,32 +39,14 @@ import numpy as np
 
 from dpuq._progress import progress
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
-from dpuq.experiments.common import Method, compare_methods
-from dpuq.experiments.demo_results import (
-    TABLE_HEADER,
-    DemoConfig,
-    DemoResult,
-    PipelineResult,
-    format_demo,
-    privacy_text,
-    table_rows,
-)
+from dpuq.experiments.common import Method, compare_methods, model_accuracy
+from dpuq.experiments.demo_results import DemoConfig, DemoResult, PipelineResult
 from dpuq.experiments.evaluation import ScorePool, random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
 from dpuq.mechanisms.randomness import check_random_state
 from dpuq.report import PrivacyReport, Relation, compose_disjoint
 
-__all__ = [
-    "TABLE_HEADER",
-    "DemoConfig",
-    "DemoResult",
-    "PipelineResult",
-    "format_demo",
-    "privacy_text",
-    "run_demo",
-    "table_rows",
-    "write_report",
-]
+__all__ = ["DemoConfig", "DemoResult", "run_demo", "write_report"]
 
 
 @dataclass
@@ -163,14 +145,6 @@ def _sizes(config: DemoConfig, n_total: int) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------ metrics
-def _ece(probs: np.ndarray, labels: np.ndarray) -> float | None:
-    try:
-        from dpuq.metrics.calibration import expected_calibration_error
-    except ImportError:
-        return None
-    return float(expected_calibration_error(probs, labels))
-
-
 def _calibration_report(n: int, epsilon: float, level: float | None, m) -> PrivacyReport:
     return PrivacyReport(
         mechanism="private split-conformal threshold (exponential mechanism over binned "
@@ -294,8 +268,7 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
     ]
     accuracy, ece, pipelines = {}, {}, []
     for model in progress(models, "calibrating each model", disable=not show_progress):
-        accuracy[model.name] = float(np.mean(model.probs.argmax(axis=1) == labels))
-        ece[model.name] = _ece(model.probs, labels)
+        accuracy[model.name], ece[model.name] = model_accuracy(model.probs, labels)
         pool = ScorePool.from_probs(model.probs, labels)
         results = compare_methods(
             pool,

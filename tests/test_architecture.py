@@ -138,6 +138,45 @@ def reachable(graph: dict[str, set[str]], start: str) -> dict[str, str]:
     return seen
 
 
+# The layers, lowest first (docs/architecture.md): a module may import its own layer and the
+# layers below it, never one above. The key is the first name under ``dpuq``.
+LAYERS = (
+    # foundations: checks, files, reports, versions (no statistics)
+    ("_version", "_validation", "_atomic", "_progress", "_ledger_schema", "report", "io"),
+    # privacy-critical rooms and what they lean on: noise, ledger, accountants, planning
+    ("mechanisms", "accountants", "ledger", "planning", "_bin_simulation", "metrics"),
+    # public front doors of those rooms
+    ("accounting", "quantile", "_estimator"),
+    # the methods: data, sets, intervals, learning, training
+    ("data", "conformal", "inference", "learning", "training", "scale"),
+    # the package's own face
+    ("dpuq", "plotting"),
+    # applications
+    ("experiments",),
+    ("commands",),
+    ("cli",),
+)
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    key = parts[1] if len(parts) > 1 else "dpuq"
+    for rank, names in enumerate(LAYERS):
+        if key in names:
+            return rank
+    raise KeyError(f"{module}: no layer in tests/test_architecture.py LAYERS; add it there")
+
+
+def upward_layer_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a lower layer into a higher one, as ``importer -> imported``."""
+    return [
+        f"{a} (layer {layer_of(a)}) -> {b} (layer {layer_of(b)})"
+        for a in sorted(graph)
+        for b in sorted(graph[a])
+        if layer_of(b) > layer_of(a)
+    ]
+
+
 def _in(module: str, prefixes: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
@@ -180,6 +219,11 @@ def test_privacy_critical_modules_import_nothing_from_the_application(graph):
     assert not problems, "privacy-critical code reaches the application:\n" + "\n".join(problems)
 
 
+def test_imports_run_downward_through_the_layers(graph):
+    problems = upward_layer_imports(graph)
+    assert not problems, "imports that run upward:\n" + "\n".join(problems)
+
+
 def test_the_checks_can_fail_on_a_synthetic_graph():
     bad = {
         "dpuq.a": {"dpuq.b"},
@@ -194,6 +238,12 @@ def test_the_checks_can_fail_on_a_synthetic_graph():
     assert find_cycles(bad) == [["dpuq.a", "dpuq.b", "dpuq.c", "dpuq.a"]]
     assert upward_imports(bad) == ["dpuq.mechanisms.x -> dpuq.helper -> dpuq.experiments.demo"]
     assert find_cycles({"dpuq.a": {"dpuq.b"}, "dpuq.b": set()}) == []
+    upward = {"dpuq.mechanisms.x": {"dpuq.conformal.y"}, "dpuq.conformal.y": set()}
+    assert upward_layer_imports(upward) == [
+        "dpuq.mechanisms.x (layer 1) -> dpuq.conformal.y (layer 3)"
+    ]
+    with pytest.raises(KeyError, match="no layer"):
+        layer_of("dpuq.unheard_of")
 
 
 def test_function_level_and_relative_imports_are_read(tmp_path):

@@ -170,7 +170,7 @@ def _log_probs(model, x: np.ndarray, batch: int = 2048) -> np.ndarray:
 
 
 def _metrics(log_probs: np.ndarray, y: np.ndarray, setting: Setting, seed: int) -> dict:
-    from dpuq import calibrate
+    from dpuq.conformal.calibration import calibrate
 
     p = np.exp(log_probs)
     p /= p.sum(axis=1, keepdims=True)

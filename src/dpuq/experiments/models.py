@@ -90,7 +90,7 @@ def train_three_ways(
         why = "DP-SGD and DP-SGLD need PyTorch and Opacus (pip install 'dpuq[torch]')"
         return [_sklearn_fallback(x_train, y_train, x_eval, n_classes, seed, why)]
     try:
-        from dpuq import training  # noqa: F401
+        import dpuq.training  # noqa: F401
     except ImportError:
         why = "dpuq.training (DP-SGD, DP-SGLD) is not in this version"
         return [_sklearn_fallback(x_train, y_train, x_eval, n_classes, seed, why)]

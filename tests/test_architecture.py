@@ -258,3 +258,27 @@ def test_function_level_and_relative_imports_are_read(tmp_path):
     assert g["pkg.sub.leaf"] == {"pkg.top"}
     assert g["pkg.top"] == {"pkg.sub.leaf"}
     assert find_cycles(g) == [["pkg.sub.leaf", "pkg.top", "pkg.sub.leaf"]]
+
+
+def test_architecture_page_names_modules_and_functions_that_exist():
+    import importlib
+    import re
+
+    page = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = []
+    for name in sorted(set(re.findall(r"`(dpuq(?:\.\w+)+)", page))):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr, None)
+            if obj is None:
+                missing.append(name)
+            break
+    for path in sorted(set(re.findall(r"`(dpuq/[\w/]+\.py)`", page))):
+        if not (SRC / path).exists():
+            missing.append(path)
+    assert not missing, missing

@@ -17,8 +17,18 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+import warnings
 
-__all__ = ["MAX_BINS", "add_command", "bins_arg", "float_arg", "seed_arg"]
+__all__ = [
+    "MAX_BINS",
+    "add_command",
+    "bins_arg",
+    "float_arg",
+    "report_sets",
+    "seed_arg",
+    "warn_if_seeded",
+]
 
 MAX_BINS = 10_000_000
 
@@ -67,3 +77,30 @@ def float_arg(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value
+
+
+def warn_if_seeded(seed) -> None:
+    """Warn that ``--seed`` makes a release reproducible (experiments only)."""
+    if seed is not None:
+        warnings.warn(
+            "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
+            "use it for experiments only, never for a release",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+def report_sets(out, sets, what: str) -> int:
+    """Write prediction sets to ``out``, say how large they are, and return exit status 0."""
+    import numpy as np
+
+    from dpuq.io import write_sets
+
+    write_sets(out, sets, list(range(sets.shape[1])))
+    sizes = sets.sum(axis=1)
+    print(
+        f"{sets.shape[0]} {what}; mean size {sizes.mean():.3g} of {sets.shape[1]}, empty "
+        f"{np.mean(sizes == 0):.1%}\nwrote {out}",
+        file=sys.stdout,
+    )
+    return 0

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-import numpy as np
+from dpuq.commands._args import report_sets, warn_if_seeded
 
 HELP = (
     "release one threshold per class (Mondrian sets: coverage >= 1 - alpha for every class, "
@@ -34,15 +34,7 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
         raise ValueError("--class-conditional needs --probs FILE and --labels FILE")
     scores, meta = calibration_scores(args)
     labels = read_vector(args.labels, "--labels", integer=True)
-    if args.seed is not None:
-        import warnings
-
-        warnings.warn(
-            "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
-            "use it for experiments only, never for a release",
-            UserWarning,
-            stacklevel=1,
-        )
+    warn_if_seeded(args.seed)
     from contextlib import nullcontext
 
     from dpuq._atomic import release_file
@@ -115,7 +107,7 @@ def run_predict(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
     from dpuq.commands.calibrate import CLASSIFICATION_SCORES
     from dpuq.conformal.class_conditional import class_prediction_sets
     from dpuq.conformal.scores import score_function
-    from dpuq.io import read_matrix, write_sets
+    from dpuq.io import read_matrix
 
     score = cal.get("score", {})
     name = score.get("name") if isinstance(score, dict) else None
@@ -131,11 +123,4 @@ def run_predict(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
         )
     params = {k: v for k, v in score.items() if k != "name"}
     sets = class_prediction_sets(score_function(name)(probs, **params), cal["thresholds"])
-    write_sets(out, sets, list(range(sets.shape[1])))
-    sizes = sets.sum(axis=1)
-    print(
-        f"{sets.shape[0]} class-conditional prediction sets; mean size {sizes.mean():.3g} of "
-        f"{sets.shape[1]}, empty {np.mean(sizes == 0):.1%}\nwrote {out}",
-        file=sys.stdout,
-    )
-    return 0
+    return report_sets(out, sets, "class-conditional prediction sets")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
+
+from dpuq.commands._args import add_command, float_arg, seed_arg, warn_if_seeded
 
 HELP = "release an epsilon-DP softmax temperature from held-out logits"
 
@@ -31,8 +32,6 @@ examples:
 
 
 def register(subparsers) -> None:
-    from dpuq.commands._args import add_command, float_arg, seed_arg
-
     p = add_command(subparsers, "temperature", HELP, DESCRIPTION, EPILOG)
     p.add_argument("--logits", metavar="FILE", help="held-out logits, shape (n, K)")
     p.add_argument("--probs", metavar="FILE", help="held-out probabilities (n, K) instead")
@@ -91,13 +90,7 @@ def run(args: argparse.Namespace) -> int:
         logits = np.log(np.maximum(probs, np.finfo(float).tiny))
     labels = read_vector(args.labels, "--labels", integer=True)
     grid = _grid(args.grid)
-    if args.seed is not None:
-        warnings.warn(
-            "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
-            "use it for experiments only, never for a release",
-            UserWarning,
-            stacklevel=1,
-        )
+    warn_if_seeded(args.seed)
     t, report = private_temperature_scaling(
         logits, labels, epsilon=epsilon, temperatures=grid, loss=args.loss, random_state=args.seed
     )

@@ -137,5 +137,5 @@ def test_scalar_noise_and_bad_arguments():
         laplace_noise(0.0)
     with pytest.raises(ValueError, match="dim"):
         laplace_scale(1.0, 1.0, dim=0)
-    with pytest.raises(ValueError, match="too small"):
+    with pytest.raises(ValueError, match="underflow"):  # the epsilon floor (issue 16)
         laplace_scale(1.0, 1e-13)

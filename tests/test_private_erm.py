@@ -411,7 +411,7 @@ class TestBadInput:
         "y", [np.array([0, 1, 2]), np.array([-1, 1, 1]), np.array([0.0, 0.5, 1.0]), ["a", "b", "a"]]
     )
     def test_labels_not_binary(self, y):
-        with pytest.raises(ValueError, match="binary labels"):
+        with pytest.raises((ValueError, TypeError), match="binary labels"):
             self.fit(y=y)
 
     def test_non_finite_features(self):

@@ -81,5 +81,5 @@ class TestBadProbabilities:
         ],
     )
     def test_bad_labels(self, labels, match):
-        with pytest.raises(ValueError, match=match):
+        with pytest.raises((ValueError, TypeError), match=match):
             dpuq.lac_scores(P, labels)

@@ -87,6 +87,7 @@ from dpuq.planning import (
     optimal_gamma,
 )
 from dpuq.report import PrivacyReport
+from dpuq.scale import score_partitions
 
 # library code logs through `logging` under the "dpuq" logger and never prints; the
 # application (or `logging.basicConfig`) decides where records go
@@ -186,6 +187,7 @@ __all__ = [
     "public_bound",
     "raps_scores",
     "reliability_curve",
+    "score_partitions",
     "set_sizes",
     "softmax",
     "split_conformal_threshold",

@@ -2,6 +2,24 @@
 
 Each check raises a :class:`ValueError` (or :class:`TypeError`) whose message names the
 argument and says what was wrong. Nothing is ever clipped or silently changed.
+
+Dtype policy (the one place it is decided)
+------------------------------------------
+- Scores, probabilities and data are *real numbers*: arrays of a float or integer dtype,
+  converted to float64 (integers are exact reals; float16/32 are widened exactly). bool,
+  complex, str, bytes, object (e.g. a list holding ``None``), datetime and structured arrays
+  are a :class:`TypeError` naming the argument: they are never coerced.
+- Labels are integers: integer dtypes, or floats whose values are all integral (labels read
+  from a text file are floats); bool and everything else is a :class:`TypeError`.
+- Array-likes: anything ``numpy.asarray`` accepts, plus objects with ``to_numpy()`` (pandas)
+  or ``detach()``/``cpu()``/``numpy()`` (torch tensors); :func:`to_ndarray` is the extension
+  point, and the dtype is checked *after* conversion, before any float cast.
+
+Size caps
+---------
+Every size parameter (bins, resamples, subsets, candidates, grid points) is checked against a
+cap before anything is allocated; :func:`check_size` puts the cap and its reason in the
+message. ``epsilon`` is capped at :data:`MAX_EPSILON`.
 """
 
 from __future__ import annotations
@@ -12,16 +30,53 @@ from numbers import Integral, Real
 import numpy as np
 
 __all__ = [
+    "MAX_BINS",
+    "MAX_CANDIDATES",
+    "MAX_EPSILON",
+    "MAX_GRID",
+    "MAX_MAGNITUDE",
+    "MAX_RESAMPLES",
+    "MAX_WORK",
+    "MIN_PARAMETER",
     "NotFittedError",
     "as_array",
+    "as_real_array",
     "check_alpha",
     "check_array_1d",
+    "check_candidates",
     "check_epsilon",
+    "check_grid_size",
     "check_labels",
+    "check_magnitude",
+    "check_n_bins",
+    "check_positive_finite",
     "check_positive_int",
     "check_probabilities",
     "check_scores",
+    "check_size",
+    "check_work",
+    "to_ndarray",
 ]
+
+
+#: Largest ε accepted: e^100 > 10^43 bounds no likelihood ratio worth the name (a release at
+#: a larger ε is not private), and larger values overflow e^ε in floating point.
+MAX_EPSILON = 100.0
+#: Smallest ε, level (alpha, gamma, beta, delta) accepted: below it products such as
+#: ``gamma * alpha`` or ``epsilon * n`` underflow to 0 in the closed forms.
+MIN_PARAMETER = 1e-12
+#: Largest magnitude of data whose squares and sums must stay finite (bounds, bootstrap data).
+MAX_MAGNITUDE = 1e150
+#: Bins of a private quantile or a calibration metric (resolution 1e-7; 8 bytes per bin).
+MAX_BINS = 10_000_000
+#: Bootstrap resamples (per subset): the Monte Carlo error ~1/sqrt(T) is then < 0.3%.
+MAX_RESAMPLES = 100_000
+#: Candidates of a grid mechanism (e.g. the private median): resolution R/10^6.
+MAX_CANDIDATES = 1_000_000
+#: Points of an evaluation grid (CDF thresholds).
+MAX_GRID = 100_000
+#: Cells of the largest intermediate array a call may build (e.g. subsets x resamples).
+MAX_WORK = 50_000_000
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -85,11 +140,28 @@ def _as_float(value, name: str) -> float:
 
 
 def check_epsilon(epsilon, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float; it must be finite and > 0."""
+    """Return ``epsilon`` as a float; it must be finite, > 0 and at most :data:`MAX_EPSILON`."""
     eps = _as_float(epsilon, name)
     if not math.isfinite(eps) or eps <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    if eps < MIN_PARAMETER:
+        raise ValueError(
+            f"{name} must be >= {MIN_PARAMETER:g} (smaller values underflow), got {epsilon!r}"
+        )
+    if eps > MAX_EPSILON:
+        raise ValueError(
+            f"{name} must be <= {MAX_EPSILON:g}, got {epsilon!r}: a likelihood-ratio bound "
+            f"above e^{MAX_EPSILON:g} means no privacy; use the non-private method instead"
+        )
     return eps
+
+
+def check_positive_finite(value, name: str) -> float:
+    """Return ``value`` as a finite float > 0 (a scale, a bound, a sensitivity)."""
+    v = _as_float(value, name)
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return v
 
 
 def check_alpha(alpha, name: str = "alpha", upper: float = 0.5) -> float:
@@ -97,6 +169,10 @@ def check_alpha(alpha, name: str = "alpha", upper: float = 0.5) -> float:
     a = _as_float(alpha, name)
     if not (0.0 < a <= upper) or math.isnan(a):
         raise ValueError(f"{name} must be in (0, {upper:g}], got {alpha!r}")
+    if a < MIN_PARAMETER:
+        raise ValueError(
+            f"{name} must be >= {MIN_PARAMETER:g} (smaller values underflow), got {alpha!r}"
+        )
     return a
 
 
@@ -105,6 +181,10 @@ def check_in_open_unit(value, name: str) -> float:
     v = _as_float(value, name)
     if not (0.0 < v < 1.0):
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    if v < MIN_PARAMETER:
+        raise ValueError(
+            f"{name} must be >= {MIN_PARAMETER:g} (smaller values underflow), got {value!r}"
+        )
     return v
 
 
@@ -121,12 +201,105 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
     return v
 
 
+def check_size(value, name: str, *, maximum: int, reason: str, minimum: int = 1) -> int:
+    """Return a size parameter as an int in ``[minimum, maximum]``; the message gives the cap.
+
+    Examples
+    --------
+    >>> check_size(10, "n_resamples", maximum=100, reason="enough")
+    10
+    """
+    v = check_positive_int(value, name, minimum=minimum)
+    if v > maximum:
+        raise ValueError(f"{name} must be <= {maximum:,} ({reason}), got {v:,}")
+    return v
+
+
+def check_n_bins(n_bins, name: str = "n_bins", minimum: int = 2) -> int:
+    """The number of bins, in ``[minimum, MAX_BINS]``."""
+    return check_size(
+        n_bins,
+        name,
+        minimum=minimum,
+        maximum=MAX_BINS,
+        reason="a resolution of 1e-7 on [0, 1]; each bin costs memory before any data is seen",
+    )
+
+
+def check_candidates(n_candidates, name: str = "n_candidates") -> int:
+    """The number of candidates of a grid mechanism, in ``[2, MAX_CANDIDATES]``."""
+    return check_size(
+        n_candidates,
+        name,
+        minimum=2,
+        maximum=MAX_CANDIDATES,
+        reason="a resolution of 1e-6 of the public range; each candidate costs memory",
+    )
+
+
+def check_grid_size(n_grid, name: str = "n_grid") -> int:
+    """The number of points of an evaluation grid, in ``[1, MAX_GRID]``."""
+    return check_size(
+        n_grid, name, maximum=MAX_GRID, reason="each grid point costs one array column"
+    )
+
+
+def check_magnitude(arr: np.ndarray, name: str) -> np.ndarray:
+    """Refuse values beyond :data:`MAX_MAGNITUDE`, whose squares or sums would overflow."""
+    if arr.size and float(np.abs(arr).max()) > MAX_MAGNITUDE:
+        raise ValueError(
+            f"{name} has values beyond ±{MAX_MAGNITUDE:g}: their squares and sums overflow; "
+            "rescale the data"
+        )
+    return arr
+
+
+def check_work(cells: int, what: str, advice: str) -> None:
+    """Refuse a computation whose largest intermediate array would exceed :data:`MAX_WORK`."""
+    if cells > MAX_WORK:
+        raise ValueError(
+            f"{what} needs {cells:,} cells, more than the cap of {MAX_WORK:,} (memory); {advice}"
+        )
+
+
+_REAL_KINDS = "fiu"
+
+
+def to_ndarray(x, name: str) -> np.ndarray:
+    """:func:`as_array` (torch, pandas and polars converted first); a container numpy cannot
+    make rectangular is a :class:`TypeError` naming ``name``.
+
+    The extension point of the dtype policy: convert here, then check ``dtype.kind``.
+    """
+    try:
+        return as_array(x, name)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"{name} must be a rectangular array of numbers: {exc}") from None
+
+
+def as_real_array(x, name: str) -> np.ndarray:
+    """Return ``x`` as a float64 array, refusing non-real dtypes (module docstring: policy).
+
+    Examples
+    --------
+    >>> as_real_array([1, 2.5], "x").tolist()
+    [1.0, 2.5]
+    >>> as_real_array([True, False], "x")
+    Traceback (most recent call last):
+    ...
+    TypeError: x must hold real numbers (float or integer dtype), got dtype bool
+    """
+    arr = to_ndarray(x, name)
+    if arr.dtype.kind not in _REAL_KINDS:
+        raise TypeError(
+            f"{name} must hold real numbers (float or integer dtype), got dtype {arr.dtype}"
+        )
+    return arr.astype(np.float64, copy=False)
+
+
 def check_array_1d(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
     """Return a finite 1-d float array."""
-    try:
-        arr = np.asarray(as_array(x, name), dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    arr = as_real_array(x, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.size == 0 and not allow_empty:
@@ -143,10 +316,7 @@ def check_scores(scores, name: str = "scores", *, ndim: int | None = 1) -> np.nd
     Scores outside [0, 1], NaN or inf are an error (SPEC A.2); the message carries no count
     or extreme value, which would be data-dependent and not released (issue 12).
     """
-    try:
-        arr = np.asarray(as_array(scores, name), dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    arr = as_real_array(scores, name)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -171,11 +341,8 @@ def check_probabilities(probs, name: str = "probs", *, atol: float | None = None
     which removes only their rounding, so later checks at 1e-6 accept them. Torch tensors and
     pandas/polars frames are accepted.
     """
-    try:
-        probs = as_array(probs, name)
-        arr = np.asarray(probs, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    probs = to_ndarray(probs, name)
+    arr = as_real_array(probs, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional (n_samples, n_classes), got {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
@@ -185,20 +352,23 @@ def check_probabilities(probs, name: str = "probs", *, atol: float | None = None
     nonfinite = int(np.count_nonzero(~np.isfinite(arr)))
     if nonfinite:
         raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")  # no count: data
-    negative = int(np.count_nonzero(arr < 0))
-    if negative:
-        raise ValueError(f"{name} has {negative} negative value(s); probabilities must be >= 0")
-    sums = arr.sum(axis=1)
     dtype = np.dtype(getattr(probs, "dtype", np.float64))
     widened = atol is None and dtype.kind == "f" and dtype.itemsize < 8
     if atol is None:
         atol = probability_tolerance(dtype, arr.shape[1])
-    off = np.abs(sums - 1.0) > atol
-    if off.any():
-        i = int(np.argmax(off))
+    # no counts, rows or values in these messages: they depend on the data (issue 12)
+    if (arr < 0).any():
+        raise ValueError(f"{name} has negative value(s); probabilities must be >= 0")
+    if (arr > 1.0 + atol).any():
         raise ValueError(
-            f"{name}: {int(off.sum())} row(s) do not sum to 1 (within {atol:g}); "
-            f"row {i} sums to {sums[i]:.8g}. Pass probabilities, not logits or scores."
+            f"{name} has value(s) > 1: rows of probabilities lie in [0, 1] and sum to 1. Pass "
+            "probabilities, not logits or scores."
+        )
+    sums = arr.sum(axis=1)
+    if (np.abs(sums - 1.0) > atol).any():
+        raise ValueError(
+            f"{name}: some rows do not sum to 1 (within {atol:g}). Pass probabilities, not "
+            "logits or scores."
         )
     if widened:
         arr = arr / sums[:, None]
@@ -207,7 +377,7 @@ def check_probabilities(probs, name: str = "probs", *, atol: float | None = None
 
 def check_labels(labels, n_classes: int, n_samples: int, name: str = "labels") -> np.ndarray:
     """Return integer labels in ``0..n_classes-1`` with ``n_samples`` entries."""
-    arr = as_array(labels, name)
+    arr = to_ndarray(labels, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.shape[0] != n_samples:
@@ -215,8 +385,10 @@ def check_labels(labels, n_classes: int, n_samples: int, name: str = "labels") -
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
             raise ValueError(f"{name} must be integer class indices")
-    elif arr.dtype.kind not in "iub":
-        raise ValueError(f"{name} must be integer class indices, got dtype {arr.dtype}")
+        if arr.size and np.abs(arr).max() > 2**53:
+            raise ValueError(f"{name} must be integer class indices")
+    elif arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integer class indices, got dtype {arr.dtype}")
     arr = arr.astype(np.int64)
     bad = int(np.count_nonzero((arr < 0) | (arr >= n_classes)))
     if bad:

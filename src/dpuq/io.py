@@ -4,9 +4,12 @@ Formats, chosen by the file's suffix:
 
 - ``.npy``: a NumPy array (never pickled objects);
 - ``.csv``, ``.tsv``, ``.txt``: numbers separated by commas, tabs or spaces, one row per
-  sample, with an optional header line: a first line that is not all numbers, or pandas'
-  default names ``0,1,...,K-1`` above rows of decimals; a first header cell that is empty
-  (pandas' ``to_csv()`` with its index) marks an index column, which is dropped;
+  sample. UTF-8 (a byte-order mark, as Excel writes, is dropped; UTF-16 with a mark is read
+  too); LF, CRLF or CR line ends. Blank lines and lines whose first non-blank character is
+  ``#`` are skipped anywhere. Header rule: the first remaining line is a header when it is not
+  all numbers, or when it is pandas' default names ``0,1,...,K-1`` above rows of decimals; a
+  first header cell that is empty (pandas' ``to_csv()`` with its index) marks an index column,
+  which is dropped. Errors give the 1-based line number;
 - ``.parquet``: every column must be numeric (needs ``pyarrow``: ``pip install pyarrow``).
 
 Every problem is a :class:`ValueError` (or :class:`ImportError` for a missing optional reader)
@@ -130,34 +133,110 @@ def _is_default_column_names(tokens: list[str], second: str, delimiter) -> bool:
     return any(c in t for t in row for c in ".eE")
 
 
-def _read_text(p: Path, label: str) -> np.ndarray:
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+def _decode(raw: bytes, label: str) -> str:
+    """Text of a file: UTF-8, or UTF-16 when a byte-order mark says so; the mark is dropped."""
+    encoding = "utf-8"
+    for bom, enc in _BOMS:
+        if raw.startswith(bom):
+            raw, encoding = raw[len(bom) :], enc
+            break
     try:
-        with open(p, encoding="utf-8") as fh:
-            first = fh.readline()
-            second = fh.readline()
+        return raw.decode(encoding)
     except UnicodeDecodeError:
-        raise ValueError(f"{label}: not a text file (use .npy for binary arrays)") from None
-    if not first.strip():
-        raise ValueError(f"{label}: no data (empty first line)")
+        raise ValueError(f"{label}: not a UTF-8 text file (use .npy for binary arrays)") from None
+
+
+def _is_skipped(line: str) -> bool:
+    """Blank lines and comment lines (first non-blank character ``#``) carry no data."""
+    text = line.strip()
+    return not text or text.startswith("#")
+
+
+def _bad_line(lines: list[str], first: int, delimiter, usecols) -> str:
+    """Where parsing failed: the 1-based line number and the reason (error path only)."""
+    width = None
+    for number, line in enumerate(lines[first:], start=first + 1):
+        if _is_skipped(line):
+            continue
+        cells = [c.strip() for c in (line.split(delimiter) if delimiter else line.split())]
+        if usecols is not None:
+            cells = cells[1:]
+        if width is None:
+            width = len(cells)
+        if len(cells) != width:
+            return f"line {number}: {len(cells)} value(s), expected {width} as on the first row"
+        for cell in cells:
+            if not _is_number(cell):
+                return f"line {number}: {cell!r} is not a number"
+    return "cannot parse the numbers"
+
+
+def _layout(lines: list[str], label: str) -> tuple[str | None, int, range | None]:
+    """``(delimiter, index of the first data line, columns to use)`` (module rules)."""
+    content = [k for k, line in enumerate(lines) if not _is_skipped(line)]
+    if not content:
+        raise ValueError(f"{label}: no data (only blank or comment lines)")
+    first = lines[content[0]]
+    second = lines[content[1]] if len(content) > 1 else ""
     sample = first + second
     delimiter = "," if "," in sample else ("\t" if "\t" in sample else None)
     tokens = [t.strip() for t in (first.split(delimiter) if delimiter else first.split())]
     usecols = None
     if delimiter is not None and len(tokens) > 1 and tokens[0] == "":
         # pandas' to_csv() with its index: an empty first header cell, the index first
-        skip, usecols = 1, range(1, len(tokens))
+        header, usecols = True, range(1, len(tokens))
     elif _is_default_column_names(tokens, second, delimiter):
-        skip = 1
+        header = True
     else:
-        skip = 0 if all(_is_number(t) for t in tokens) else 1
-    if skip and not second.strip():
-        raise ValueError(f"{label}: only a header line, no data")
+        header = not all(_is_number(t) for t in tokens)
+    if header and len(content) < 2:
+        raise ValueError(f"{label}: only a header line (line {content[0] + 1}), no data")
+    return delimiter, (content[1] if header else content[0]), usecols
+
+
+#: Bytes read to find a text file's layout (its header and first data line).
+_LAYOUT_PREFIX = 1 << 20
+
+
+def text_layout(p: Path, label: str) -> tuple[str | None, int, range | None]:
+    """``(delimiter, lines before the first data line, columns to use)`` of a text file, from
+    its first MiB only (the module rules: byte-order mark, comments, blank lines, header);
+    used by the chunked reader :mod:`dpuq.scale.readers`, which reads the rest in chunks."""
+    with open(p, "rb") as fh:
+        raw = fh.read(_LAYOUT_PREFIX)
+    if len(raw) == _LAYOUT_PREFIX and b"\n" in raw:
+        raw = raw[: raw.rindex(b"\n") + 1]  # whole lines only
+    return _layout(_decode(raw, label).splitlines(), label)
+
+
+def is_data_line(line: str) -> bool:
+    """False for the blank and comment lines that every reader skips."""
+    return not _is_skipped(line)
+
+
+def _read_text(p: Path, label: str) -> np.ndarray:
+    """Numbers from a text file; the rules are those of the module docstring.
+
+    A UTF-8 or UTF-16 byte-order mark is dropped, CRLF and CR line ends are accepted, blank
+    lines and lines starting with ``#`` are skipped, and the first remaining line is a header
+    when it is not all numbers (or is pandas' ``0,1,...`` above decimals). Errors give the
+    line number.
+    """
+    lines = _decode(p.read_bytes(), label).splitlines()
+    delimiter, start, usecols = _layout(lines, label)
+    rows = [line for line in lines[start:] if not _is_skipped(line)]
     try:
-        arr = np.loadtxt(
-            p, delimiter=delimiter, skiprows=skip, usecols=usecols, dtype=float, ndmin=1
-        )
-    except ValueError as exc:
-        raise ValueError(f"{label}: {_one_line(exc)}") from None
+        arr = np.loadtxt(rows, delimiter=delimiter, usecols=usecols, dtype=float, ndmin=1)
+    except ValueError:
+        where = _bad_line(lines, start, delimiter, usecols)
+        raise ValueError(f"{label}: {where}") from None
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     return arr

@@ -24,7 +24,13 @@ import numpy as np
 from scipy.special import expit
 
 from dpuq._bin_simulation import expected_thresholds
-from dpuq._validation import check_alpha, check_epsilon, check_in_open_unit, check_positive_int
+from dpuq._validation import (
+    check_alpha,
+    check_epsilon,
+    check_in_open_unit,
+    check_n_bins,
+    check_positive_int,
+)
 
 __all__ = [
     "METHODS",
@@ -61,7 +67,7 @@ def _check_plan(n, alpha, epsilon, n_bins):
         check_positive_int(n, "n"),
         check_alpha(alpha),
         check_epsilon(epsilon),
-        check_positive_int(n_bins, "n_bins", minimum=2),
+        check_n_bins(n_bins),
     )
 
 

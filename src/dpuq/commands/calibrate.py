@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import warnings
 from typing import Any
@@ -111,6 +112,12 @@ def register(subparsers) -> None:
     )
     inputs = p.add_argument_group("inputs (one kind)")
     inputs.add_argument("--scores", metavar="FILE", help="conformity scores in [0, 1], shape (n,)")
+    inputs.add_argument(
+        "--column",
+        metavar="NAME",
+        help="the --scores column of a .parquet or headed .csv file; with it (or for files "
+        "of 64 MB and more) the file is read in chunks, never whole",
+    )
     inputs.add_argument("--probs", metavar="FILE", help="class probabilities, shape (n, K)")
     inputs.add_argument(
         "--logits",
@@ -195,7 +202,16 @@ def register(subparsers) -> None:
 def _only(args, allowed: set[str], mode: str) -> None:
     given = {
         name
-        for name in ("scores", "probs", "logits", "labels", "predictions", "targets", "bound")
+        for name in (
+            "scores",
+            "column",
+            "probs",
+            "logits",
+            "labels",
+            "predictions",
+            "targets",
+            "bound",
+        )
         if getattr(args, name, None) is not None
     }
     extra = sorted(given - allowed)
@@ -333,11 +349,28 @@ def _user_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
     from dpuq._validation import check_scores
     from dpuq.io import read_vector
 
-    _only(args, {"scores"}, "--scores")
+    _only(args, {"scores", "column"}, "--scores")
     if args.score is not None:
         raise ValueError("--score names a built-in score; it cannot be used with --scores")
+    column = getattr(args, "column", None)
+    if column is not None or _is_large(args.scores):  # read in chunks, never whole
+        from dpuq.scale.readers import open_scores
+
+        scores = open_scores(args.scores, "--scores", column=column)
+        return scores, {"task": "scores", "score": {"name": "user-supplied"}}
     scores = check_scores(read_vector(args.scores, "--scores"), f"--scores {args.scores!r}")
     return scores, {"task": "scores", "score": {"name": "user-supplied"}}
+
+
+#: --scores files from this size on are read in chunks (dpuq.scale.readers).
+CHUNKED_MIN_BYTES = 64 << 20
+
+
+def _is_large(path) -> bool:
+    try:
+        return os.path.getsize(path) >= CHUNKED_MIN_BYTES
+    except OSError:
+        return False
 
 
 def calibration_scores(args) -> tuple[np.ndarray, dict[str, Any]]:

@@ -109,11 +109,14 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dpuq.commands._checks import check_options
+
     check_extras(args)
     from dpuq.experiments.demo import DemoConfig, run_demo, write_report
     from dpuq.experiments.demo_results import format_demo
     from dpuq.experiments.output import check_output_dir
 
+    check_options(args)
     if not args.no_report:
         check_output_dir(args.out)
     splits = args.splits or (50 if args.quick else 200)

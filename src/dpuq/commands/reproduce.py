@@ -141,6 +141,9 @@ def _config(cls, args: argparse.Namespace, **option_of):
 
 
 def run(args: argparse.Namespace) -> int:
+    from dpuq.commands._checks import check_options
+
+    check_options(args)
     show = not args.no_progress
     out = args.out or f"dpuq-reproduce/{args.experiment}"
     args.out = out

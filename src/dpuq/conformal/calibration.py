@@ -17,10 +17,12 @@ from fractions import Fraction
 import numpy as np
 
 from dpuq._validation import (
+    _as_float,
     check_alpha,
     check_array_1d,
     check_epsilon,
     check_in_open_unit,
+    check_n_bins,
     check_positive_int,
     check_scores,
 )
@@ -39,6 +41,7 @@ from dpuq.planning import (
     min_epsilon,
 )
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale import as_score_source
 
 __all__ = [
     "PrivateCalibration",
@@ -138,7 +141,7 @@ def _check_bins_gamma(n_bins, gamma, method: str) -> None:
         if n_bins != "auto":
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
     else:
-        check_positive_int(n_bins, "n_bins", minimum=2)
+        check_n_bins(n_bins)
     if isinstance(gamma, str):
         if gamma != "auto":
             raise ValueError(f"gamma must be 'auto' or a number in (0, 1), got {gamma!r}")
@@ -158,7 +161,7 @@ def _resolve_bins_gamma(n, alpha, epsilon, n_bins, gamma, method="paper"):
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
         m, g = auto_n_bins(n, alpha, epsilon, method="paper")
     else:
-        m = check_positive_int(n_bins, "n_bins", minimum=2)
+        m = check_n_bins(n_bins)
         g = None
     if isinstance(gamma, str):
         if gamma != "auto":
@@ -176,6 +179,14 @@ def _bin_counts(scores, bins_for_n) -> tuple[np.ndarray, int]:
     ``c_1..c_m`` of the scores on :func:`dpuq.mechanisms.quantile.bin_edges` (m) and n.
     Everything after this step sees only these counts.
     """
+    source = as_score_source(scores)
+    if source is not None:  # Dask or chunked (dpuq.scale): validated and counted chunk-wise
+        n = source.size
+        edges = bin_edges(bins_for_n(n))
+        bins, nonzero = source.bin_counts(edges.size)  # the non-empty bins and their counts
+        counts = np.zeros(edges.size, dtype=np.int64)
+        counts[bins] = nonzero
+        return counts, n
     s = check_scores(scores)
     edges = bin_edges(bins_for_n(s.size))
     return np.bincount(_bin_index_fast(s, edges), minlength=edges.size), s.size
@@ -223,8 +234,10 @@ def calibrate(
 
     Parameters
     ----------
-    scores : array-like of shape (n,)
-        Calibration conformity scores in [0, 1] from data not used to train the model.
+    scores : array-like of shape (n,), Dask array or :class:`dpuq.scale.ChunkedScores`
+        Calibration conformity scores in [0, 1] from data not used to train the model. Dask
+        and chunked inputs are validated and binned chunk by chunk; only the bin counts reach
+        the client, and the release equals the in-memory one for the same ``random_state``.
     alpha : float
         Miscoverage level in (0, 0.5].
     epsilon : float
@@ -408,9 +421,9 @@ def coverage_upper_bound(
     n = check_positive_int(n, "n")
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
-    m = check_positive_int(n_bins, "n_bins", minimum=2)
+    m = check_n_bins(n_bins)
     gamma = check_in_open_unit(gamma, "gamma")
-    if not (0.0 <= float(p_max) <= 1.0):
+    if not (0.0 <= _as_float(p_max, "p_max") <= 1.0):
         raise ValueError(f"p_max must be in [0, 1], got {p_max!r}")
     q = _level(n, alpha, epsilon, m, gamma)
     if q >= 1.0:

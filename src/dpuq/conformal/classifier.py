@@ -20,6 +20,7 @@ from dpuq.conformal.sets import prediction_sets
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
+from dpuq.scale import is_dask_collection
 
 __all__ = ["PrivateConformalClassifier"]
 
@@ -200,6 +201,17 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         self._set_classes(y=y)
         return self
 
+    def _calibration_scores(self, X_cal, y_cal, rng) -> tuple[np.ndarray, np.ndarray]:
+        probs = self._proba(X_cal)
+        if not hasattr(self, "classes_"):
+            self._set_classes(n_columns=probs.shape[1])
+        if len(np.asarray(y_cal)) != probs.shape[0]:
+            raise ValueError(
+                f"X_cal has {probs.shape[0]} rows but y_cal has {len(np.asarray(y_cal))}"
+            )
+        labels = self._label_index(y_cal)
+        return self._score_matrix(probs, labels, rng), labels
+
     def conformalize(
         self, X_cal, y_cal, *, ledger=None, dataset=None
     ) -> PrivateConformalClassifier:
@@ -212,16 +224,19 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         epsilon = check_epsilon(self.epsilon)
         alpha = self._alpha()
         score_function(self.score)
-        probs = self._proba(X_cal)
-        if not hasattr(self, "classes_"):
-            self._set_classes(n_columns=probs.shape[1])
-        if len(np.asarray(y_cal)) != probs.shape[0]:
-            raise ValueError(
-                f"X_cal has {probs.shape[0]} rows but y_cal has {len(np.asarray(y_cal))}"
-            )
-        labels = self._label_index(y_cal)
         rng = self._rng()  # one fresh generator per release, never stored
-        scores = self._score_matrix(probs, labels, rng)
+        if is_dask_collection(X_cal):  # scores computed on the workers, never gathered
+            if self.class_conditional:
+                raise ValueError(
+                    "class_conditional=True does not take Dask input (X_cal): compute the "
+                    "scores and labels chunk-wise and pass them to dpuq.calibrate_by_class"
+                )
+            from dpuq.scale import score_partitions
+
+            self._set_classes()
+            scores, labels = score_partitions(self, X_cal, y_cal), None
+        else:
+            scores, labels = self._calibration_scores(X_cal, y_cal, rng)
         what = "PrivateConformalClassifier.conformalize"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         if self.class_conditional:

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from dpuq._validation import _as_float, check_array_1d
+from dpuq._validation import _as_float, as_real_array, check_array_1d
 
 __all__ = [
     "absolute_residual_intervals",
@@ -72,10 +72,7 @@ def _check_pair(y_pred, y, name: str = "y_pred") -> tuple[np.ndarray, np.ndarray
 
 def check_quantile_predictions(y_quantiles, name: str = "quantile predictions") -> np.ndarray:
     """Return an (n, 2) float array of finite ``[lower, upper]`` quantile predictions."""
-    try:
-        q = np.asarray(y_quantiles, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    q = as_real_array(y_quantiles, name)
     if q.ndim != 2 or q.shape[1] != 2:
         raise ValueError(f"{name} must have shape (n, 2) (lower, upper), got {q.shape}")
     if q.shape[0] == 0:
@@ -109,7 +106,8 @@ def absolute_residual_scores(y_pred, y, *, bound: float) -> np.ndarray:
     """
     b = check_bound(bound)
     p, t = _check_pair(y_pred, y)
-    return np.minimum(np.abs(t - p) / b, 1.0)
+    with np.errstate(over="ignore"):  # a residual beyond the float range scores 1, exactly
+        return np.minimum(np.abs(t - p) / b, 1.0)
 
 
 def absolute_residual_intervals(y_pred, threshold: float, *, bound: float) -> np.ndarray:
@@ -128,7 +126,8 @@ def absolute_residual_intervals(y_pred, threshold: float, *, bound: float) -> np
     if t >= 1.0:
         return np.column_stack((np.full(p.size, -np.inf), np.full(p.size, np.inf)))
     half = t * b
-    return np.column_stack((p - half, p + half))
+    with np.errstate(over="ignore"):  # end points beyond the float range are ±inf
+        return np.column_stack((p - half, p + half))
 
 
 def cqr_scores(y_quantiles, y, *, bound: float) -> np.ndarray:
@@ -157,7 +156,8 @@ def cqr_scores(y_quantiles, y, *, bound: float) -> np.ndarray:
     t = check_array_1d(y, "y")
     if t.size != q.shape[0]:
         raise ValueError(f"y_quantiles has {q.shape[0]} rows but y has {t.size} entries")
-    r = np.maximum(q[:, 0] - t, t - q[:, 1])
+    with np.errstate(over="ignore"):  # ±inf differences clip to ±b, exactly
+        r = np.maximum(q[:, 0] - t, t - q[:, 1])
     return (np.clip(r, -b, b) + b) / (2.0 * b)
 
 
@@ -180,4 +180,5 @@ def cqr_intervals(y_quantiles, threshold: float, *, bound: float) -> np.ndarray:
     if t >= 1.0:
         return np.column_stack((np.full(q.shape[0], -np.inf), np.full(q.shape[0], np.inf)))
     shift = b * (2.0 * t - 1.0)
-    return np.column_stack((q[:, 0] - shift, q[:, 1] + shift))
+    with np.errstate(over="ignore"):  # end points beyond the float range are ±inf
+        return np.column_stack((q[:, 0] - shift, q[:, 1] + shift))

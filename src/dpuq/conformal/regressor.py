@@ -22,8 +22,14 @@ from dpuq.conformal.regression_scores import (
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
+from dpuq.scale import is_dask_collection
 
 __all__ = ["PrivateConformalRegressor"]
+
+_DESCRIBED = {
+    "absolute": "absolute residual min(|y - ŷ| / B, 1)",
+    "cqr": "CQR max(q_lo - y, y - q_hi) mapped to [0, 1] by (clip(r, -B, B) + B)/(2B)",
+}
 
 _SCORES = ("absolute", "cqr")
 
@@ -198,20 +204,30 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         is drawn, or the release is refused.
         """
         epsilon, alpha, bound = self._check_params()
-        y = check_array_1d(y_cal, "y_cal")
-        group_index = check_groups(groups, self.n_groups, y.size)
-        if self.score == "absolute":
+        y = None if is_dask_collection(X_cal) else check_array_1d(y_cal, "y_cal")
+        if y is None and groups is not None:
+            raise ValueError(
+                "groups= does not take Dask input (X_cal): compute the scores chunk-wise and "
+                "pass them with the groups to dpuq.calibrate_by_class"
+            )
+        group_index = None if y is None else check_groups(groups, self.n_groups, y.size)
+        if y is None:  # Dask input: scores computed on the workers, never gathered
+            from dpuq.scale import score_partitions
+
+            scores = score_partitions(self, X_cal, y_cal)
+            described = _DESCRIBED[self.score]
+        elif self.score == "absolute":
             pred = self._point(X_cal)
             if pred.size != y.size:
                 raise ValueError(f"X_cal gave {pred.size} predictions but y_cal has {y.size}")
             scores = absolute_residual_scores(pred, y, bound=bound)
-            described = "absolute residual min(|y - ŷ| / B, 1)"
+            described = _DESCRIBED["absolute"]
         else:
             quant = self._quantiles(X_cal)
             if quant.shape[0] != y.size:
                 raise ValueError(f"X_cal gave {quant.shape[0]} predictions but y_cal has {y.size}")
             scores = cqr_scores(quant, y, bound=bound)
-            described = "CQR max(q_lo - y, y - q_hi) mapped to [0, 1] by (clip(r, -B, B) + B)/(2B)"
+            described = _DESCRIBED["cqr"]
         rng = self._rng()  # one fresh generator per release, never stored
         what = "PrivateConformalRegressor.conformalize"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)

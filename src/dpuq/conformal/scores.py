@@ -109,8 +109,8 @@ def raps_scores(
     """
     p = _normalised(probs)
     lam = _as_float(lam, "lam")
-    if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
+    if not np.isfinite(lam) or lam < 0 or lam > 1e100:
+        raise ValueError(f"lam must be a finite number in [0, 1e100], got {lam!r}")
     k_reg = check_positive_int(k_reg, "k_reg", minimum=0)
     rng = check_random_state(random_state) if randomized else None
     aps, ranks = _aps_matrix(p, randomized, rng)

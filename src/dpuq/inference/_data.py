@@ -14,7 +14,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from dpuq._validation import check_array_1d, check_epsilon, check_positive_int
+from dpuq._validation import check_array_1d, check_epsilon, check_magnitude, check_positive_int
+from dpuq.scale import is_dask_collection
 
 __all__ = [
     "REPLACE_ONE_DATA",
@@ -54,6 +55,7 @@ def check_bounds(bounds) -> tuple[float, float]:
     a, b = float(a), float(b)
     if not (math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"bounds must be finite, got {bounds!r}")
+    check_magnitude(np.array([a, b]), "bounds")
     if not a < b:
         raise ValueError(f"bounds must satisfy lower < upper, got {bounds!r}")
     return a, b
@@ -68,6 +70,12 @@ def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.nd
     """
     if not isinstance(clip, bool | np.bool_):
         raise TypeError(f"clip must be True or False, got {clip!r}")
+    if is_dask_collection(x):  # never gather a Dask array on the client behind the user's back
+        raise TypeError(
+            f"{name} is a Dask collection; this estimator runs in memory only (pass a NumPy "
+            "array), or use private_confidence_interval(statistic='mean', method='ensemble'), "
+            "which runs on Dask"
+        )
     arr = check_array_1d(x, name)
     a, b = check_bounds(bounds)
     outside = int(np.count_nonzero((arr < a) | (arr > b)))
@@ -148,8 +156,8 @@ def resolve_n_subsets(n_subsets, n: int, epsilon: float, *, min_subset_size: int
         s = min(s, n // min_subset_size)
         if s < 1:
             raise ValueError(
-                f"n={n} is too small: the ensemble needs at least {min_subset_size} points "
-                f"(got n={n})"
+                f"x has n={n} value(s): too few, the ensemble needs at least "
+                f"{min_subset_size} points"
             )
         return s
     if isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
@@ -158,6 +166,6 @@ def resolve_n_subsets(n_subsets, n: int, epsilon: float, *, min_subset_size: int
     if n < s * min_subset_size:
         raise ValueError(
             f"n_subsets={s} needs n >= {s * min_subset_size} ({min_subset_size} points per "
-            f"subset); got n={n}. Use fewer subsets or more data"
+            f"subset); x has n={n}. Use fewer subsets or more data"
         )
     return s

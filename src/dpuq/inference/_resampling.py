@@ -20,8 +20,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpuq.inference._blocks import (
+    TILE_ROWS,
+    one_blas_thread,
+    partition_plan,
+    sorted_subsets,
+    tile_moments,
+    tiles,
+)
 from dpuq.inference._data import Statistic
-from dpuq.mechanisms.log_weights import sample_log_weights_rows
+from dpuq.mechanisms.windowed import windowed_exponential_mechanism
 
 __all__ = ["MAX_WEIGHT_DRAWS", "Resamples", "draw_resamples", "simulate_em_median"]
 
@@ -89,11 +97,19 @@ class Resamples:
     def mean_and_variance(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and plug-in variance ``(1/n) sum (x - mean)^2`` of every resample, ``(s, T)``.
 
-        One batched product of the weights with the stacked ``[x, x^2]``.
+        Products of the weights with the stacked ``[x, x^2]``.
+        Computed tile by tile (:func:`dpuq.inference._blocks.tile_moments`), so that the Dask
+        path (:mod:`dpuq.scale.intervals`) gets the same numbers bit for bit.
         """
         m = self.xs.shape[1]
-        both = self._apply(np.concatenate([self.xs, self.xs * self.xs], axis=1)) / self.n
-        m1, m2 = self.unpad(both[:, :m]), self.unpad(both[:, m:])
+        subsets = self.subsets()
+        m1 = np.empty((self.n_subsets, self.n_resamples))
+        m2 = np.empty_like(m1)
+        with one_blas_thread():
+            for g, lo, hi in tiles(self.n_subsets, m):
+                m1[lo:hi], m2[lo:hi] = tile_moments(
+                    subsets[lo:hi], self.weights[g], min(TILE_ROWS, m), self.n
+                )
         return m1, np.maximum(m2 - m1 * m1, 0.0)
 
 
@@ -104,19 +120,20 @@ def draw_resamples(
     rng: np.random.Generator,
     resample_size: int | None = None,
 ) -> Resamples:
-    """Shuffle ``x``, split it into ``s`` disjoint subsets of ``b = floor(n/s)`` points and draw
+    """Split ``x`` at random into ``s`` disjoint subsets of ``b = floor(n/s)`` points and draw
     BLB weights of total ``n`` for ``T`` resamples per subset (SPEC D, Algorithm 2, lines 1-5).
 
     ``resample_size`` (default ``n``) can be set to ``b``: the ordinary bootstrap of each
     subset, used for the median's interval (see :mod:`dpuq.inference.intervals`). The
-    ``n - s b`` points left over enter no subset. Randomness is drawn in a fixed order
-    (permutation, then weights) that does not depend on the data values.
+    ``n - s b`` points left over enter no subset. The split is a uniformly random partition
+    drawn block by block (:func:`dpuq.inference._blocks.partition_plan`, reproducible on a
+    Dask array); randomness is drawn in a fixed order (partition, then weights) that does not
+    depend on the data values.
     """
     n = x.size if resample_size is None else int(resample_size)
     s, t = int(n_subsets), int(n_resamples)
     b = x.size // s
-    perm = rng.permutation(x.size)
-    subsets = np.sort(x[perm[: s * b]].reshape(s, b), axis=1)
+    subsets = sorted_subsets(x, partition_plan(x.size, s, b, rng))
     if s * t * b <= MAX_WEIGHT_DRAWS:
         k = s
     else:
@@ -129,22 +146,132 @@ def draw_resamples(
     return Resamples(subsets.reshape(k, m, b), weights, s, n)
 
 
-def _count_below(xs: np.ndarray, candidates: np.ndarray, *, strict: bool) -> np.ndarray:
-    """Row-wise ``searchsorted``: ``#{xs[r] < c}`` (strict) or ``#{xs[r] <= c}``, exactly.
+#: Candidates x pairs handled per chunk of :func:`simulate_em_median` (bounds its memory).
+_EM_CHUNK = 1_000_000
 
-    A stable sort of each row of ``[candidates, data]`` (strict) or ``[data, candidates]``
-    places ties so that a candidate's position minus its own index is the wanted count.
+#: The window of :func:`simulate_em_median` holds the candidates within ``D`` resample ranks of
+#: the best, ``D`` the least integer with ``(ε/2)(D + 1) >= ln G + _EM_WINDOW_SLACK``: outside
+#: candidates then carry at most ``e^-slack`` of the proposal mass (rejection is rare).
+_EM_WINDOW_SLACK = 3.0
+
+
+def _window_ranks(epsilon: float, n_candidates: int, n: int) -> int:
+    """``D``: the least integer >= 0 with ``(ε/2)(D + 1) >= ln G + slack``, at most ``n``."""
+    need = 2.0 * (math.log(n_candidates) + _EM_WINDOW_SLACK) / epsilon
+    return int(min(n, max(0, math.ceil(need) - 1)))
+
+
+def _rank_tables(xs: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``lo[i, j] = #{xs[i] < c_j}`` and ``hi[i, j] = #{xs[i] <= c_j}``, shape ``(rows, G)``.
+
+    A point ``x`` is below ``c_j`` iff fewer than ``j + 1`` candidates are ``<= x``: one
+    ``searchsorted`` of all points into the (shared) sorted grid, then per-row cumulative counts.
     """
-    rows, b = xs.shape
+    rows, _ = xs.shape
     g = candidates.size
-    cand = np.broadcast_to(candidates, (rows, g))
-    if strict:
-        merged, is_cand = np.concatenate([cand, xs], axis=1), lambda o: o < g
-    else:
-        merged, is_cand = np.concatenate([xs, cand], axis=1), lambda o: o >= b
-    order = np.argsort(merged, axis=1, kind="stable")
-    pos = np.nonzero(is_cand(order))[1].reshape(rows, g)
-    return pos - np.arange(g)
+    offset = (np.arange(rows) * (g + 1))[:, None]
+    tables = []
+    for side in ("right", "left"):
+        k = np.searchsorted(candidates, xs, side=side) + offset
+        counts = np.bincount(k.ravel(), minlength=rows * (g + 1)).reshape(rows, g + 1)
+        tables.append(np.cumsum(counts, axis=1)[:, :g])
+    return tables[0], tables[1]
+
+
+def _em_median_rows(res, candidates, epsilon, d_ranks, j_med, cum0, rows_slice, rng):
+    """Exact EM-median draws for the resamples of the (padded) subsets in ``rows_slice``.
+
+    Candidates with the same ``(#{subset < c}, #{subset <= c})`` score alike on every resample
+    of the subset: they form contiguous *groups* (at most ``min(G, 2b + 1)`` per subset), and
+    the window search and the draw run over groups.
+    """
+    kk, m, b = res.xs.shape
+    tt, n, g = res.n_resamples, res.n, candidates.size
+    xs = res.xs.reshape(kk * m, b)[rows_slice]
+    n_rows = xs.shape[0]
+    lo_tab, hi_tab = _rank_tables(xs, candidates)
+    opens = np.ones((n_rows, g), dtype=bool)
+    opens[:, 1:] = (np.diff(lo_tab, axis=1) != 0) | (np.diff(hi_tab, axis=1) != 0)
+    gid = np.cumsum(opens, axis=1) - 1  # group of each candidate within its row
+    n_groups = gid[:, -1] + 1
+    g_off = np.cumsum(n_groups) - n_groups  # row -> offset of its groups in the flat arrays
+    g_row, g_first = np.nonzero(opens)  # row-major: groups in order
+    last_in_row = np.append(g_row[1:] != g_row[:-1], True)
+    g_size = np.where(last_in_row, g, np.append(g_first[1:], g)) - g_first
+    g_lo, g_hi = lo_tab[g_row, g_first], hi_tab[g_row, g_first]
+
+    r0 = rows_slice.start
+    pr = np.repeat(np.arange(n_rows), tt)  # pair -> local row
+    pt = np.tile(np.arange(tt), n_rows)  # pair -> resample
+    pg = (r0 + pr) // m  # pair -> weight group
+    base = (pg * tt + pt) * (b + 1)
+    cum_flat = cum0.reshape(-1)
+
+    def score_at(pairs, lo_idx, hi_idx):
+        below = cum_flat[base[pairs] + lo_idx]
+        above = n - cum_flat[base[pairs] + hi_idx]
+        return np.maximum(below, above)
+
+    def score(pairs, j):
+        """``max(#{X* < c_j}, #{X* > c_j})`` (minus the utility) of pairs at candidates j."""
+        return score_at(pairs, lo_tab[pr[pairs], j], hi_tab[pr[pairs], j])
+
+    def score_group(pairs, k):
+        flat = g_off[pr[pairs]] + k
+        return score_at(pairs, g_lo[flat], g_hi[flat])
+
+    every = np.arange(pr.size)
+    # The score is quasi-convex in c: it equals #{X* > c} left of the lower median of the
+    # resample and #{X* < c} right of its upper median, so its minimum is at one of the grid
+    # points bracketing the two medians (any point strictly between them scores the same).
+    lm = xs[pr, j_med[0][pg, pt]]
+    um = xs[pr, j_med[1][pg, pt]]
+    q1 = np.searchsorted(candidates, lm, side="left") - 1
+    q3 = np.searchsorted(candidates, um, side="right") - 1
+    probes = np.clip(np.stack([q1, q1 + 1, q1 + 2, q3, q3 + 1]), 0, g - 1)
+    scores = np.stack([score(every, p) for p in probes])
+    best = np.argmin(scores, axis=0)
+    u_star = scores[best, every]
+    k_star = gid[pr, probes[best, every]]
+    limit = u_star + d_ranks
+    # the window {groups : score <= u* + D} is an interval around k*: two binary searches
+    left_lo, left_hi = np.zeros_like(k_star), k_star.copy()
+    right_lo, right_hi = k_star.copy(), n_groups[pr] - 1
+    while True:
+        act_l = np.flatnonzero(left_lo < left_hi)
+        act_r = np.flatnonzero(right_lo < right_hi)
+        if act_l.size == 0 and act_r.size == 0:
+            break
+        mid = (left_lo[act_l] + left_hi[act_l]) // 2
+        ok = score_group(act_l, mid) <= limit[act_l]
+        left_hi[act_l] = np.where(ok, mid, left_hi[act_l])
+        left_lo[act_l] = np.where(ok, left_lo[act_l], mid + 1)
+        mid = (right_lo[act_r] + right_hi[act_r] + 1) // 2
+        ok = score_group(act_r, mid) <= limit[act_r]
+        right_lo[act_r] = np.where(ok, mid, right_lo[act_r])
+        right_hi[act_r] = np.where(ok, right_hi[act_r], mid - 1)
+    k_lo, n_units = left_lo, right_lo - left_lo + 1
+    half = 0.5 * epsilon
+    pick = np.empty(pr.size, dtype=np.int64)
+    ends = np.cumsum(n_units)
+    cuts = np.searchsorted(ends, np.arange(_EM_CHUNK, ends[-1], _EM_CHUNK), side="right")
+    for sel in np.split(every, np.unique(cuts)):  # pieces of at most ~_EM_CHUNK groups
+        if sel.size == 0:
+            continue
+        nu = n_units[sel]
+        flat_pair = np.repeat(sel, nu)
+        k = np.repeat(k_lo[sel], nu) + np.arange(flat_pair.size) - np.repeat(np.cumsum(nu) - nu, nu)
+        flat_group = g_off[pr[flat_pair]] + k
+        lw_in = -half * (score_group(flat_pair, k) - u_star[flat_pair])
+        bound = np.full(sel.size, -half * (d_ranks + 1))
+
+        def outside(rows, j, sel=sel):
+            return -half * (score(sel[rows], j) - u_star[sel[rows]])
+
+        pick[sel] = windowed_exponential_mechanism(
+            lw_in, nu, g_first[flat_group], g_size[flat_group], g, bound, outside, rng
+        )
+    return candidates[pick].reshape(n_rows, tt)
 
 
 def simulate_em_median(
@@ -155,53 +282,28 @@ def simulate_em_median(
 
     Used to fold the mechanism's noise into the bootstrap law (SPEC D, Proposition 2); this is
     part of the per-subset computation, not a release. On a resample ``X*`` the utility of a
-    candidate ``c`` is ``-max(#{X* < c}, #{X* > c})``, which depends on ``c`` only through the
-    pair ``(#{subset < c}, #{subset <= c})``; candidates sharing a pair are contiguous, so the
-    mechanism is run exactly over at most ``2b + 1`` groups (log-weight ``log |group| +
-    ε u / 2``, the exact rows sampler of :mod:`dpuq.mechanisms`), then uniformly inside the
-    chosen group (exact bounded integers).
+    candidate ``c`` is ``-max(#{X* < c}, #{X* > c})``: counts read off the resample's cumulative
+    weights at ``#{subset < c}`` and ``#{subset <= c}``. The score is quasi-convex in ``c``, so
+    the candidates within ``D`` ranks of the best form an interval found by binary search; the
+    draw is exact rejection sampling over that window and a uniform bound outside it
+    (:func:`dpuq.mechanisms.windowed.windowed_exponential_mechanism`, same law as the
+    mechanism). Time ``O(s T (log G + W))`` for windows of ``W`` candidates (``W`` small when
+    ``ε`` times the subset's spread in ranks is large), memory ``O(n + chunk)``: no
+    ``subsets x candidates x resamples`` array is formed.
     """
-    kk, m, b = res.xs.shape
-    xs = res.xs.reshape(kk * m, b)  # padded subsets, sorted
-    rows_n = xs.shape[0]
-    g = candidates.size
-    lo = _count_below(xs, candidates, strict=True)  # #{subset < c}, (rows, G)
-    hi = _count_below(xs, candidates, strict=False)  # #{subset <= c}
-    change = np.zeros((rows_n, g), dtype=bool)
-    change[:, 1:] = (np.diff(lo, axis=1) != 0) | (np.diff(hi, axis=1) != 0)
-    gid = np.cumsum(change, axis=1)  # group of each candidate
-    n_groups = 2 * b + 1  # at most 2b + 1 groups; a fixed size keeps the draws data-independent
-    flat_gid = (np.arange(rows_n)[:, None] * n_groups + gid).ravel()
-    size = np.bincount(flat_gid, minlength=rows_n * n_groups).reshape(rows_n, n_groups)
-    first = np.zeros((rows_n, n_groups), dtype=np.int64)
-    r_idx, c_idx = np.nonzero(change)
-    first[r_idx, gid[r_idx, c_idx]] = c_idx
-    glo = np.take_along_axis(lo, first, axis=1)  # each group's (lo, hi), from its first member
-    ghi = np.take_along_axis(hi, first, axis=1)
-    log_size = np.where(size > 0, np.log(np.maximum(size, 1)), -np.inf)
-
-    tt = res.n_resamples
+    kk, m, _ = res.xs.shape
+    tt, g = res.n_resamples, candidates.size
     cum = res.cumulative()
     cum0 = np.concatenate([np.zeros((kk, tt, 1)), cum], axis=-1)  # (K, T, b+1)
-    out = np.empty((kk, m, tt))
-    per_group = tt * m * n_groups
-    step = max(1, 8_000_000 // max(per_group, 1))  # groups per chunk: bounded memory
-    for g0 in range(0, kk, step):  # one chunk unless the problem is large
-        sl = slice(g0, min(kk, g0 + step))
-        c = cum0[sl]  # (k, T, b+1)
-        k = c.shape[0]
-        shape = (k, tt, m * n_groups)
-        lo_idx = np.broadcast_to(glo.reshape(kk, 1, m * n_groups)[sl], shape)
-        hi_idx = np.broadcast_to(ghi.reshape(kk, 1, m * n_groups)[sl], shape)
-        below = np.take_along_axis(c, lo_idx, axis=-1).reshape(k, tt, m, n_groups)
-        above = res.n - np.take_along_axis(c, hi_idx, axis=-1).reshape(k, tt, m, n_groups)
-        logw = log_size.reshape(kk, 1, m, n_groups)[sl] - 0.5 * epsilon * np.maximum(below, above)
-        pick = sample_log_weights_rows(logw.reshape(-1, n_groups), rng).reshape(logw.shape[:-1])
-        rows = (np.arange(g0, g0 + k)[:, None, None] * m + np.arange(m)[None, None, :]).repeat(
-            tt, axis=1
-        )
-        start = first[rows, pick]
-        width = size[rows, pick]
-        j = start + rng.integers(0, width)  # exact uniform within the group
-        out[sl] = np.swapaxes(candidates[np.minimum(j, g - 1)], 1, 2)
-    return res.unpad(out)
+    n = res.n
+    ranks = ((n + 1) // 2, n // 2 + 1)  # the lower and upper medians of a resample (1-based)
+    j_med = [np.count_nonzero(cum < r, axis=-1) for r in ranks]  # (K, T) each
+    del cum
+    d_ranks = _window_ranks(epsilon, g, n)
+    rows_total = kk * m
+    step = max(1, _EM_CHUNK // max(tt, g))
+    out = np.empty((rows_total, tt))
+    for r0 in range(0, rows_total, step):  # chunks of subsets: bounded memory
+        sl = slice(r0, min(rows_total, r0 + step))
+        out[sl] = _em_median_rows(res, candidates, epsilon, d_ranks, j_med, cum0, sl, rng)
+    return res.unpad(out.reshape(kk, m, tt))

@@ -28,7 +28,17 @@ from numbers import Integral
 
 import numpy as np
 
-from dpuq._validation import check_array_1d, check_epsilon, check_in_open_unit
+from dpuq._validation import (
+    MAX_RESAMPLES,
+    as_real_array,
+    check_array_1d,
+    check_candidates,
+    check_epsilon,
+    check_grid_size,
+    check_in_open_unit,
+    check_size,
+    check_work,
+)
 from dpuq.inference._data import (
     Statistic,
     check_bounds,
@@ -142,13 +152,16 @@ def _resolve_resamples(n_resamples, default: int) -> int:
         return default
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, Integral | np.integer):
         raise TypeError(f"n_resamples must be 'auto' or an integer, got {n_resamples!r}")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    return int(n_resamples)
+    return check_size(
+        n_resamples,
+        "n_resamples",
+        maximum=MAX_RESAMPLES,
+        reason="the Monte Carlo error is then far below the privacy noise",
+    )
 
 
 def _check_thresholds(t, name: str = "t") -> np.ndarray:
-    arr = np.asarray(t, dtype=float)
+    arr = as_real_array(t, name)
     if arr.ndim > 1:
         raise ValueError(f"{name} must be a number or a 1-d array, got shape {arr.shape}")
     check_array_1d(arr.reshape(-1), name)
@@ -208,7 +221,17 @@ def _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng):
     if stat.name == "trimmed_mean" and b - 2 * stat.n_trim(b) < 1:
         raise ValueError(f"trim={stat.trim} leaves no data in subsets of {b} points")
     tt = _resolve_resamples(n_resamples, DEFAULT_RESAMPLES)
+    check_subset_work(s, tt)
     return draw_resamples(data, s, tt, rng)
+
+
+def check_subset_work(n_subsets: int, n_resamples: int) -> None:
+    """Refuse ``subsets x resamples`` tables beyond :data:`dpuq._validation.MAX_WORK` cells."""
+    check_work(
+        n_subsets * n_resamples,
+        f"n_subsets x n_resamples = {n_subsets:,} x {n_resamples:,}",
+        "use fewer resamples (n_resamples) or fewer subsets (n_subsets, or a larger epsilon)",
+    )
 
 
 def _ensemble_details(res: Resamples, **extra) -> dict:
@@ -589,7 +612,7 @@ def private_bootstrap_cdf_grid(
     if grid is None:
         if isinstance(n_grid, bool) or not isinstance(n_grid, Integral) or n_grid < 1:
             raise ValueError(f"n_grid must be an integer >= 1, got {n_grid!r}")
-        g = default_grid(bnds, root, int(n_grid))
+        g = default_grid(bnds, root, check_grid_size(n_grid))
     else:
         g = check_array_1d(grid, "grid")
         if np.any(np.diff(g) <= 0):
@@ -732,7 +755,7 @@ def private_studentized_cdf(
         width = lambda m: studentized_half_width(m, n, b, tt)  # noqa: E731
     else:
         width = half_width
-    cand = np.linspace(0.0, 1.0, int(n_candidates))
+    cand = np.linspace(0.0, 1.0, check_candidates(n_candidates))
     eps_each = eps / tv.size
     share = check_in_open_unit(median_share, "median_share")
     # The median lands outside the subsets' values with probability at most

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpuq._validation import check_epsilon, check_positive_int
+from dpuq._validation import check_candidates, check_epsilon, check_positive_int
+from dpuq.inference._blocks import blocked_mean_variance
 from dpuq.inference._data import (
     Statistic,
     check_bounds,
@@ -135,7 +136,7 @@ def median_candidates(bounds, n_candidates: int = DEFAULT_MEDIAN_CANDIDATES) -> 
     [0.0, 0.5, 1.0]
     """
     a, b = check_bounds(bounds)
-    g = check_positive_int(n_candidates, "n_candidates", minimum=2)
+    g = check_candidates(n_candidates)
     return np.linspace(a, b, g)
 
 
@@ -170,9 +171,16 @@ def release_point_estimate(
     epsilon: float,
     rng: np.random.Generator,
     n_candidates: int = DEFAULT_MEDIAN_CANDIDATES,
+    *,
+    n: int | None = None,
+    exact: float | None = None,
 ) -> PrivateEstimate:
-    """Release ``θ̃`` for a validated sample; ε-DP (see the module docstring)."""
-    n = x.size
+    """Release ``θ̃`` for a validated sample; ε-DP (see the module docstring).
+
+    ``n`` and ``exact`` (the mean only) let a chunked caller pass the sample's size and mean
+    instead of ``x`` (then None).
+    """
+    n = x.size if n is None else n
     a, b = bounds
     if stat.name == "median":
         cand = median_candidates(bounds, n_candidates)
@@ -193,20 +201,34 @@ def release_point_estimate(
         sens = (b - a) / (n - 2 * k)
         text = f"R/(n - 2k) = {sens:.6g} (k = {k} dropped at each end)"
     scale = laplace_scale(sens, epsilon)
-    exact = x.mean() if stat.name == "mean" else stat.of_sorted(np.sort(x))
+    if stat.name == "mean":  # on the block grid, like the Dask path (dpuq.scale.intervals)
+        exact = blocked_mean_variance(x)[0] if exact is None else exact
+    else:
+        exact = stat.of_sorted(np.sort(x))
     value = laplace_release(float(exact), scale=scale, random_state=rng)
     rep = _report(stat.name, epsilon, text, n=n, noise_scale=scale)
     return PrivateEstimate(value, stat.name, scale, rep)
 
 
 def release_variance(
-    x: np.ndarray, bounds: tuple[float, float], epsilon: float, rng: np.random.Generator
+    x: np.ndarray | None,
+    bounds: tuple[float, float],
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    n: int | None = None,
+    exact: float | None = None,
 ) -> PrivateEstimate:
-    """Release the plug-in variance plus ``Laplace(R^2/(n ε))``; ε-DP. May be negative."""
-    n = x.size
+    """Release the plug-in variance plus ``Laplace(R^2/(n ε))``; ε-DP. May be negative.
+
+    ``n`` and ``exact`` let a chunked caller pass the size and plug-in variance instead of
+    ``x``.
+    """
+    n = x.size if n is None else n
     sens = (bounds[1] - bounds[0]) ** 2 / n
     scale = laplace_scale(sens, epsilon)
-    value = laplace_release(float(np.var(x)), scale=scale, random_state=rng)
+    exact = blocked_mean_variance(x)[1] if exact is None else exact
+    value = laplace_release(float(exact), scale=scale, random_state=rng)
     rep = _report("variance", epsilon, f"R^2/n = {sens:.6g}", n=n, noise_scale=scale)
     return PrivateEstimate(value, "variance", scale, rep)
 

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtri
 
-from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq._validation import check_candidates, check_epsilon, check_grid_size, check_in_open_unit
 from dpuq.inference._data import (
     Statistic,
     UninformativeIntervalWarning,
@@ -63,6 +63,7 @@ from dpuq.inference.aggregation import (
 from dpuq.inference.bootstrap import (
     _naive_release,
     _resolve_resamples,
+    check_subset_work,
     default_grid,
     naive_bootstrap_privacy,
     subset_roots,
@@ -77,6 +78,7 @@ from dpuq.ledger import charge
 from dpuq.mechanisms.laplace import laplace_cdf, laplace_noise, laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale import is_dask_collection
 
 __all__ = [
     "ConfidenceInterval",
@@ -281,17 +283,22 @@ def _ensemble_interval(
 ):
     n = data.size
     r_range = bnds[1] - bnds[0]
-    est = release_point_estimate(data, stat, bnds, e_est, rng, n_cand)
+    chunked = not isinstance(data, np.ndarray)  # a Dask array: statistics from dpuq.scale
+    mean, variance = data.mean_variance() if chunked else (None, None)
+    est = release_point_estimate(
+        None if chunked else data, stat, bnds, e_est, rng, n_cand, n=n, exact=mean
+    )
     symmetric = symmetric or stat.name == "median"  # the median's interval is symmetric
     shares = SYMMETRIC_SHARES if symmetric else ENSEMBLE_SHARES
     e_var, e_h, e_r = (share * e_cdf for share in shares)
-    var = release_variance(data, bnds, e_var, rng)
+    var = release_variance(None if chunked else data, bnds, e_var, rng, n=n, exact=variance)
     v_floor = (r_range / n) ** 2
     sigma = math.sqrt(
         max(_safe_variance(var.value * n / (n - 1), var.noise_scale, r_range), v_floor)
     )
 
     s = resolve_n_subsets(n_subsets, n, e_cdf)
+    check_subset_work(s, tt)
     b = n // s
     if stat.name == "trimmed_mean" and b - 2 * stat.n_trim(b) < 1:
         raise ValueError(f"trim={stat.trim} leaves no data in subsets of {b} points")
@@ -299,9 +306,14 @@ def _ensemble_interval(
     # ordinary bootstrap of each subset (resamples of size b, root scaled by √b), because an
     # n-resample of b points makes the median's bootstrap law a lattice as coarse as its spread.
     m = b if stat.name == "median" and MEDIAN_SUBSET_BOOTSTRAP else n
-    res = draw_resamples(data, s, tt, rng, resample_size=m)
-    theta_k = stat.of_sorted(res.subsets())[:, None]
-    m_star, v_star = res.mean_and_variance()
+    if chunked:  # the same partition, weights and moments, computed on the workers
+        theta_k, m_star, v_star, n_groups = data.subset_moments(s, tt, rng)
+        theta_k = theta_k[:, None]
+    else:
+        res = draw_resamples(data, s, tt, rng, resample_size=m)
+        theta_k = stat.of_sorted(res.subsets())[:, None]
+        m_star, v_star = res.mean_and_variance()
+        n_groups = res.weights.shape[0]
     if stat.name == "median":
         # the mechanism's rank noise is O(1/ε); at size b it must be O(1/ε) * sqrt(b/n) ranks
         # to have the same size relative to the root's spread: run it with ε sqrt(n/b)
@@ -358,7 +370,7 @@ def _ensemble_interval(
             "n_subsets": s,
             "subset_size": b,
             "n_resamples": tt,
-            "weight_groups": res.weights.shape[0],
+            "weight_groups": n_groups,
             "estimate_noise": "exponential mechanism"
             if est.noise_scale is None
             else f"Laplace({est.noise_scale:.6g})",
@@ -582,8 +594,11 @@ def private_confidence_interval(
 
     Parameters
     ----------
-    x : array-like of shape (n,)
-        Data inside ``bounds``.
+    x : array-like of shape (n,), or a 1-d Dask array / Series
+        Data inside ``bounds``. Dask input (statistic ``"mean"``, method ``"ensemble"``) is
+        validated and summarised on the workers; the client receives the mean, the variance
+        and the per-subset bootstrap moments, and the release equals the in-memory one for
+        the same ``random_state``.
     alpha : float
         Miscoverage, in (0, 1).
     epsilon : float
@@ -643,13 +658,20 @@ def private_confidence_interval(
     a = check_in_open_unit(alpha, "alpha")
     e_est, e_cdf = _split_budget(epsilon, epsilon_estimate, epsilon_cdf)
     stat = parse_statistic(statistic, trim)
-    data, _ = check_data(x, bounds, clip=clip)
+    if is_dask_collection(x):  # validated and summarised chunk-wise (dpuq.scale.intervals)
+        from dpuq.scale.intervals import dask_interval_data
+
+        data = dask_interval_data(x, bounds, clip=clip, statistic=stat.name, method=method)
+    else:
+        data, _ = check_data(x, bounds, clip=clip)
     bnds = check_bounds(bounds)
     n = data.size
     if n < 4:
         raise ValueError(f"x needs at least 4 values for an interval, got n={n}")
     if stat.name == "trimmed_mean" and n - 2 * stat.n_trim(n) < 1:
         raise ValueError(f"trim={stat.trim} leaves no data")
+    if stat.name == "median":
+        check_candidates(n_candidates)
     rng = check_random_state(random_state)
     what, seeded = f"private_confidence_interval ({method})", random_state is not None
     if method == "ensemble":
@@ -667,7 +689,18 @@ def private_confidence_interval(
             cost -= e_cdf * (_tree_bound(int(n_grid), s_cdf, e_cdf, b_fail)[0] >= a / 2.0)
         charge(ledger, dataset, cost, what=what, seeded=seeded)
         out = _ensemble_cdf_interval(
-            data, bnds, stat, a, e_est, e_cdf, n_subsets, tt, rng, n_candidates, b_fail, int(n_grid)
+            data,
+            bnds,
+            stat,
+            a,
+            e_est,
+            e_cdf,
+            n_subsets,
+            tt,
+            rng,
+            n_candidates,
+            b_fail,
+            check_grid_size(n_grid),
         )
     elif method == "naive":
         if stat.name == "median":
@@ -733,10 +766,11 @@ def percentile_bootstrap_interval(
     """
     a = check_in_open_unit(alpha, "alpha")
     stat = parse_statistic(statistic, trim)
-    from dpuq._validation import check_array_1d, check_positive_int
+    from dpuq._validation import check_array_1d, check_magnitude, check_work
 
-    data = check_array_1d(x, "x")
-    b_res = check_positive_int(n_resamples, "n_resamples")
+    data = check_magnitude(check_array_1d(x, "x"), "x")
+    b_res = _resolve_resamples(n_resamples, 1000)
+    check_work(b_res * data.size, "n_resamples x n", "use fewer resamples")
     rng = check_random_state(random_state)
     lo, hi, est = _percentile_batch(data[None, :], stat, a, b_res, rng)
     return ConfidenceInterval(

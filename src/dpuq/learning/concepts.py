@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._validation import as_array, check_positive_int
+from dpuq._validation import as_real_array, check_positive_int, to_ndarray
 
 __all__ = [
     "ConceptClass",
@@ -53,15 +53,15 @@ def check_binary_labels(y, n_samples: int | None = None, name: str = "y") -> np.
     >>> check_binary_labels([True, False, 1.0]).tolist()
     [1, 0, 1]
     """
-    arr = as_array(y, name)
+    arr = to_ndarray(y, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if n_samples is not None and arr.shape[0] != n_samples:
         raise ValueError(f"X has {n_samples} samples but {name} has {arr.shape[0]} labels")
     if arr.size == 0:
         raise ValueError(f"{name} is empty")
-    if arr.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must hold binary labels 0/1, got dtype {arr.dtype}")
+    if arr.dtype.kind not in "biuf":  # bool is accepted here: True is the label 1
+        raise TypeError(f"{name} must hold binary labels 0/1, got dtype {arr.dtype}")
     bad = ~((arr == 0) | (arr == 1))
     if bad.any():
         shown = np.unique(arr[bad])[:5].tolist()
@@ -73,10 +73,7 @@ def check_binary_labels(y, n_samples: int | None = None, name: str = "y") -> np.
 
 
 def _check_features(X, name: str = "X") -> np.ndarray:
-    try:
-        arr = np.asarray(as_array(X, name), dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    arr = as_real_array(X, name)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
@@ -90,10 +87,7 @@ def _check_features(X, name: str = "X") -> np.ndarray:
 
 
 def _check_grid(grid, name: str) -> np.ndarray:
-    try:
-        g = np.asarray(grid, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    g = as_real_array(grid, name)
     if g.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {g.shape}")
     if g.size == 0:
@@ -359,7 +353,7 @@ class DecisionStumps(ConceptClass):
 
 def _stump_grids(thresholds, n_features) -> list[np.ndarray]:
     if isinstance(thresholds, np.ndarray) or not isinstance(thresholds, Sequence):
-        arr = np.asarray(thresholds, dtype=float)
+        arr = as_real_array(thresholds, "thresholds")
         if arr.ndim == 2:
             rows = list(arr)
         elif arr.ndim == 1:
@@ -371,7 +365,7 @@ def _stump_grids(thresholds, n_features) -> list[np.ndarray]:
         if not items:
             raise ValueError("thresholds is empty: the concept class would be empty")
         if all(np.ndim(item) == 0 for item in items):
-            rows, arr = None, np.asarray(items, dtype=float)
+            rows, arr = None, as_real_array(items, "thresholds")
         else:
             rows = items
     if rows is None:

@@ -36,6 +36,7 @@ from dpuq.mechanisms.exponential import (
 )
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale import is_dask_collection
 
 __all__ = ["PrivateERMClassifier", "pac_sample_complexity"]
 
@@ -107,6 +108,10 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
     # ------------------------------------------------------------------ helpers
     def _counts(self, X, y) -> tuple[ConceptClass, np.ndarray, int]:
         cc = as_concept_class(self.concepts)
+        if is_dask_collection(X):  # error counts summed over row blocks on the workers
+            from dpuq.scale._dask import dask_error_counts
+
+            return (cc, *dask_error_counts(cc, X, y))
         Xc, yc = cc.check_data(X, y)
         return cc, cc._error_counts(Xc, yc), int(yc.size)
 
@@ -234,6 +239,6 @@ def pac_sample_complexity(n_concepts: int, alpha: float, beta: float, epsilon: f
     a = check_in_open_unit(alpha, "alpha")
     b = check_in_open_unit(beta, "beta")
     eps = check_epsilon(epsilon)
-    log_term = math.log(2.0 * k / b)
+    log_term = math.log(2.0 * k) - math.log(b)
     bound = max(4.0 * log_term / (eps * a), 2.0 * log_term / (a * a))
     return math.ceil(bound)

@@ -36,7 +36,7 @@ from fractions import Fraction
 import numpy as np
 from scipy.special import logsumexp
 
-from dpuq._validation import check_array_1d, check_epsilon
+from dpuq._validation import check_array_1d, check_epsilon, check_positive_finite
 from dpuq.mechanisms.exact import bernoulli_certified
 from dpuq.mechanisms.log_weights import (
     bernoulli_exp_neg,
@@ -65,8 +65,16 @@ _LINEAR_FLOOR = -700.0
 def _log_weights(utilities, epsilon, sensitivity, monotone: bool) -> np.ndarray:
     u = check_array_1d(utilities, "utilities")
     eps = check_epsilon(epsilon)
-    sens = check_epsilon(sensitivity, "sensitivity")
-    return u * (eps / (sens if monotone else 2.0 * sens))
+    sens = check_positive_finite(sensitivity, "sensitivity")
+    scale = eps / (sens if monotone else 2.0 * sens)
+    if not math.isfinite(scale):
+        raise ValueError(
+            f"sensitivity={sensitivity!r} is too small: epsilon / sensitivity overflows"
+        )
+    # Shifted by the largest utility (the law is unchanged): log-weights <= 0, so huge
+    # utilities cannot lose the normaliser to rounding; a gap that overflows is weight 0.
+    with np.errstate(over="ignore"):
+        return (u - u.max()) * scale
 
 
 def _bernoulli_exp_neg(a: float, rng: np.random.Generator) -> bool:
@@ -221,10 +229,13 @@ def exponential_mechanism_accuracy_bound(
 
     r = check_positive_int(n_candidates, "n_candidates")
     eps = check_epsilon(epsilon)
-    sens = check_epsilon(sensitivity, "sensitivity")
+    sens = check_positive_finite(sensitivity, "sensitivity")
     b = check_in_open_unit(beta, "beta")
     scale = sens / eps if monotone else 2.0 * sens / eps
-    return scale * (math.log(r) + math.log(1.0 / b))
+    bound = scale * (math.log(r) - math.log(b))
+    if not math.isfinite(bound):
+        raise ValueError(f"sensitivity={sensitivity!r} over epsilon={epsilon!r} overflows")
+    return bound
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from dpuq._validation import check_epsilon
+from dpuq._validation import as_real_array, check_epsilon, check_positive_finite
 from dpuq.mechanisms.discrete_laplace import (
     discrete_laplace_log_pmf,
     laplace_lattice,
@@ -62,7 +62,7 @@ __all__ = [
 
 
 def _check_scale(scale) -> float:
-    return check_epsilon(scale, "scale")
+    return check_positive_finite(scale, "scale")
 
 
 def laplace_scale(sensitivity: float, epsilon: float, dim: int = 1) -> float:
@@ -90,7 +90,12 @@ def laplace_scale(sensitivity: float, epsilon: float, dim: int = 1) -> float:
     >>> 4.0 < b < 4.0 * (1 + 1e-11)
     True
     """
-    return lattice_laplace_scale(sensitivity, epsilon, dim)
+    check_positive_finite(sensitivity, "sensitivity")
+    check_epsilon(epsilon)
+    scale = lattice_laplace_scale(sensitivity, epsilon, dim)
+    if not math.isfinite(scale):
+        raise ValueError(f"sensitivity / epsilon overflows ({sensitivity!r} / {epsilon!r})")
+    return scale
 
 
 def laplace_mechanism(
@@ -128,7 +133,7 @@ def laplace_mechanism(
     >>> isinstance(y, float)
     True
     """
-    arr = np.asarray(value, dtype=float)
+    arr = as_real_array(value, "value")
     scale = laplace_scale(sensitivity, epsilon, max(1, arr.size))
     if not np.all(np.isfinite(arr)):
         raise ValueError("value must be finite")
@@ -191,4 +196,4 @@ def laplace_tail_bound(scale: float, beta: float) -> float:
     """
     from dpuq._validation import check_in_open_unit
 
-    return _check_scale(scale) * math.log(1.0 / check_in_open_unit(beta, "beta"))
+    return -_check_scale(scale) * math.log(check_in_open_unit(beta, "beta"))

@@ -36,7 +36,12 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from dpuq._validation import _as_float, check_epsilon, check_positive_int, check_scores
+from dpuq._validation import (
+    _as_float,
+    check_epsilon,
+    check_n_bins,
+    check_scores,
+)
 from dpuq.mechanisms.exponential import sample_log_weights_rows
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
@@ -71,7 +76,7 @@ def bin_edges(n_bins: int) -> np.ndarray:
     >>> bin_edges(4).tolist()
     [0.25, 0.5, 0.75, 1.0]
     """
-    m = check_positive_int(n_bins, "n_bins", minimum=2)
+    m = check_n_bins(n_bins)
     return np.arange(1, m + 1, dtype=float) / m
 
 
@@ -366,7 +371,7 @@ def private_quantile(
 
     Examples
     --------
-    >>> private_quantile(np.linspace(0, 1, 101), 0.9, 500.0, 20, random_state=0)
+    >>> private_quantile(np.linspace(0, 1, 101), 0.9, 100.0, 20, random_state=0)
     0.9
     """
     s = check_scores(scores)

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpuq._validation import check_labels, check_positive_int, check_probabilities
+from dpuq._validation import check_labels, check_n_bins, check_probabilities
 
 __all__ = [
     "ReliabilityCurve",
@@ -38,7 +38,7 @@ __all__ = [
 def _check(probs, labels, n_bins) -> tuple[np.ndarray, np.ndarray, int]:
     p = check_probabilities(probs, "probs")
     y = check_labels(labels, p.shape[1], p.shape[0], "labels")
-    m = check_positive_int(n_bins, "n_bins")
+    m = check_n_bins(n_bins, minimum=1)
     return p, y, m
 
 

@@ -16,6 +16,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import warnings
@@ -24,12 +25,14 @@ __all__ = [
     "MAX_BINS",
     "add_command",
     "bins_arg",
+    "charged_release",
     "float_arg",
     "report_sets",
     "seed_arg",
     "warn_if_seeded",
 ]
 
+#: Largest --bins accepted: the edges array of 10^7 bins takes 80 MB (auto never goes beyond).
 MAX_BINS = 10_000_000
 
 
@@ -104,3 +107,20 @@ def report_sets(out, sets, what: str) -> int:
         file=sys.stdout,
     )
     return 0
+
+
+@contextlib.contextmanager
+def charged_release(ledger, out, args, epsilon: float, what: str):
+    """Every release's order: lock the output path ``out`` (refused if it exists or is being
+    written, unless ``--force``), charge ``ledger`` (committed: a failure later keeps the
+    charge), run the block (the release, which writes to the pending file and commits it)."""
+    from dpuq._atomic import release_file
+
+    with release_file(out, force=args.force, name="-o") as pending:
+        spend = (
+            ledger.spend(args.dataset, epsilon, what=what, output=out, seeded=args.seed is not None)
+            if ledger is not None
+            else contextlib.nullcontext()
+        )
+        with spend:
+            yield pending

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from dpuq.commands._args import add_command, report_sets
-from dpuq.commands.calibrate import read_probabilities
+from dpuq.commands._scores import read_probabilities
 
 HELP = "prediction sets or intervals for new data from a calibration JSON"
 

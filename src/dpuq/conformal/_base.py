@@ -81,9 +81,10 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
     def load_release(cls, path, estimator):
         """The estimator wrapping ``estimator`` (the model) in the released state read from
         ``path`` (written by :meth:`save_release` or ``dpuq calibrate -o``); no privacy cost."""
+        from dpuq.conformal.calibration import PrivateCalibration
         from dpuq.conformal.release_io import read_calibration, restore_estimator
 
-        return restore_estimator(cls, read_calibration(path, "path"), estimator)
+        return restore_estimator(cls, read_calibration(path, "path"), estimator, PrivateCalibration)
 
     @property
     def n_features_in_(self) -> int:

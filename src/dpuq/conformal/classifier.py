@@ -20,7 +20,7 @@ from dpuq.conformal.sets import prediction_sets
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
-from dpuq.scale import is_dask_collection
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateConformalClassifier"]
 
@@ -231,10 +231,10 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                     "class_conditional=True does not take Dask input (X_cal): compute the "
                     "scores and labels chunk-wise and pass them to dpuq.calibrate_by_class"
                 )
-            from dpuq.scale import score_partitions
+            from dpuq.scale._dask import classifier_scores
 
             self._set_classes()
-            scores, labels = score_partitions(self, X_cal, y_cal), None
+            scores, labels = classifier_scores(self, X_cal, y_cal), None
         else:
             scores, labels = self._calibration_scores(X_cal, y_cal, rng)
         what = "PrivateConformalClassifier.conformalize"

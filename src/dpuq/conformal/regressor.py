@@ -22,7 +22,7 @@ from dpuq.conformal.regression_scores import (
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
-from dpuq.scale import is_dask_collection
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateConformalRegressor"]
 
@@ -212,9 +212,9 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             )
         group_index = None if y is None else check_groups(groups, self.n_groups, y.size)
         if y is None:  # Dask input: scores computed on the workers, never gathered
-            from dpuq.scale import score_partitions
+            from dpuq.scale._dask import regressor_scores
 
-            scores = score_partitions(self, X_cal, y_cal)
+            scores = regressor_scores(self, X_cal, y_cal)
             described = _DESCRIBED[self.score]
         elif self.score == "absolute":
             pred = self._point(X_cal)

@@ -15,7 +15,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from dpuq._validation import check_array_1d, check_epsilon, check_magnitude, check_positive_int
-from dpuq.scale import is_dask_collection
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "REPLACE_ONE_DATA",

@@ -78,7 +78,7 @@ from dpuq.ledger import charge
 from dpuq.mechanisms.laplace import laplace_cdf, laplace_noise, laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
 from dpuq.report import PrivacyReport, Relation
-from dpuq.scale import is_dask_collection
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "ConfidenceInterval",

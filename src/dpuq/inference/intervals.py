@@ -60,20 +60,15 @@ from dpuq.inference.aggregation import (
     tree_cdf,
     tree_error_bound,
 )
-from dpuq.inference.bootstrap import (
-    _naive_release,
-    _resolve_resamples,
-    check_subset_work,
-    default_grid,
-    naive_bootstrap_privacy,
-    subset_roots,
-)
+from dpuq.inference.bootstrap import default_grid
+from dpuq.inference.ensemble import _resolve_resamples, check_subset_work, subset_roots
 from dpuq.inference.estimates import (
     DEFAULT_MEDIAN_CANDIDATES,
     median_candidates,
     release_point_estimate,
     release_variance,
 )
+from dpuq.inference.naive import _naive_release, naive_bootstrap_privacy
 from dpuq.ledger import charge
 from dpuq.mechanisms.laplace import laplace_cdf, laplace_noise, laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded

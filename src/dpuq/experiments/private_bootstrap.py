@@ -57,7 +57,7 @@ from dpuq.inference import (
     private_confidence_interval,
 )
 from dpuq.inference._data import Statistic
-from dpuq.inference.intervals import _normal_batch, _percentile_batch
+from dpuq.inference.baselines import _normal_batch, _percentile_batch
 from dpuq.mechanisms.randomness import check_random_state
 
 __all__ = [

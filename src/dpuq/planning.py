@@ -111,7 +111,7 @@ def coverage_certificate(n: int, level: float, epsilon: float, n_bins: int) -> f
     --------
     >>> round(coverage_certificate(1000, 0.92, 1.0, 250), 4)
     0.9086
-    >>> coverage_certificate(1000, 1.0, 1e9, 2) == 1000 / 1001
+    >>> coverage_certificate(1000, 1.0, 100.0, 2) == 1000 / 1001
     True
     """
     n, _, epsilon, m = _check_plan(n, 0.5, epsilon, n_bins)

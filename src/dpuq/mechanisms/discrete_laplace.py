@@ -52,7 +52,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpuq._validation import check_epsilon
+from dpuq._validation import check_epsilon, check_positive_finite
 from dpuq.mechanisms.exact import (
     ABS_MARGIN,
     bernoulli_certified,
@@ -90,7 +90,7 @@ def laplace_lattice(scale: float) -> tuple[float, int]:
     >>> g == 2.0**-40, t == 2**40
     (True, True)
     """
-    b = check_epsilon(scale, "scale")
+    b = check_positive_finite(scale, "scale")
     _, exponent = math.frexp(b)  # b = mantissa 2^exponent, mantissa in [0.5, 1)
     gamma = math.ldexp(1.0, exponent - 1 - LATTICE_BITS)
     return gamma, math.ceil(b / gamma)  # b / gamma is exact (a power-of-two division)
@@ -109,7 +109,7 @@ def lattice_laplace_scale(sensitivity: float, epsilon: float, dim: int = 1) -> f
     >>> 2.0 < b < 2.0 * (1 + 1e-11)
     True
     """
-    sens = check_epsilon(sensitivity, "sensitivity")
+    sens = check_positive_finite(sensitivity, "sensitivity")
     eps = check_epsilon(epsilon)
     if not (isinstance(dim, int | np.integer) and dim >= 1):
         raise ValueError(f"dim must be a positive int, got {dim!r}")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from dpuq._validation import _as_float, check_in_open_unit
+from dpuq._validation import _as_float, check_in_open_unit, first_nonpositive
 from dpuq.report import Relation
 
 __all__ = [
@@ -57,11 +57,11 @@ def _check_sigmas(noise_multipliers, name: str = "noise_multipliers") -> np.ndar
         raise ValueError(f"{name} must be a 1-d sequence of per-step values, got shape {s.shape}")
     if s.size == 0:
         raise ValueError(f"{name} is empty: no training step to account for")
-    bad = np.flatnonzero(~np.isfinite(s) | (s <= 0))
-    if bad.size:
-        i = int(bad[0])
+    i = first_nonpositive(s)
+    if i is not None:
+        n_bad = int(np.count_nonzero(~np.isfinite(s) | (s <= 0)))
         raise ValueError(
-            f"{name} must be finite and > 0 at every step; {bad.size} are not "
+            f"{name} must be finite and > 0 at every step; {n_bad} are not "
             f"(first: step {i}, value {s[i]!r})"
         )
     return s

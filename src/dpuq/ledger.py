@@ -19,6 +19,10 @@ refused by an add/remove-one budget (no conversion exists).
 The file: WAL journal (readers never block the writer), ``synchronous=FULL`` (a committed spend
 survives a power cut), a ``schema_version`` table, migrations that only add.
 
+Length (over ~450 lines): the check of what is left and the recording of a spend must share one
+write transaction, so :class:`Ledger` keeps them in one class; the schema is in
+:mod:`dpuq._ledger_schema`.
+
 Examples
 --------
 >>> import os, tempfile

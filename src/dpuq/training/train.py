@@ -1,4 +1,10 @@
-"""One entry point for SGD, DP-SGD and DP-SGLD training of a PyTorch classifier (on Opacus)."""
+"""One entry point for SGD, DP-SGD and DP-SGLD training of a PyTorch classifier (on Opacus).
+
+Length (~470 lines, half of it the docstring of :func:`train_classifier`): the loop itself. Its
+parts live beside it: batches and data checks (:mod:`dpuq.training.batches`), iterate
+averaging (:mod:`dpuq.training.averaging`), the noise plan and the privacy report
+(:mod:`dpuq.training.privacy`).
+"""
 
 from __future__ import annotations
 

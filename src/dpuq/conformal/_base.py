@@ -45,6 +45,19 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         """A fresh generator for one release (derived from ``random_state``, never cached)."""
         return self._release_rng()
 
+    def _release(self, scores, alpha: float, epsilon: float, rng):
+        """The marginal ε-DP threshold of these calibration scores (:func:`dpuq.calibrate`)."""
+        from dpuq.conformal.calibration import calibrate
+
+        return calibrate(
+            scores,
+            alpha=alpha,
+            epsilon=epsilon,
+            n_bins=self.n_bins,
+            method=self.method,
+            random_state=rng,
+        )
+
     def _model(self):
         """The model in use: the trained clone ``estimator_`` if ``fit`` made one."""
         return getattr(self, "estimator_", self.estimator)

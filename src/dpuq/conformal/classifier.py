@@ -9,7 +9,7 @@ import numpy as np
 
 from dpuq._validation import check_epsilon, check_probabilities
 from dpuq.conformal._base import _PrivateConformalBase
-from dpuq.conformal.calibration import PrivateCalibration, calibrate
+from dpuq.conformal.calibration import PrivateCalibration
 from dpuq.conformal.class_conditional import (
     ClassConditionalCalibration,
     calibrate_by_class,
@@ -255,14 +255,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                 random_state=rng,
             )
         else:
-            cal = calibrate(
-                scores,
-                alpha=alpha,
-                epsilon=epsilon,
-                n_bins=self.n_bins,
-                method=self.method,
-                random_state=rng,
-            )
+            cal = self._release(scores, alpha, epsilon, rng)
         self.calibration_: PrivateCalibration | ClassConditionalCalibration = dataclasses.replace(
             cal, privacy_report=self._seeded(cal.privacy_report)
         )

@@ -9,7 +9,7 @@ import numpy as np
 
 from dpuq._validation import as_array, check_array_1d, check_epsilon
 from dpuq.conformal._base import _PrivateConformalBase
-from dpuq.conformal.calibration import PrivateCalibration, calibrate
+from dpuq.conformal.calibration import PrivateCalibration
 from dpuq.conformal.class_conditional import calibrate_by_class, check_groups, grouped_intervals
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
@@ -232,14 +232,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         what = "PrivateConformalRegressor.conformalize"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         if group_index is None:
-            cal = calibrate(
-                scores,
-                alpha=alpha,
-                epsilon=epsilon,
-                n_bins=self.n_bins,
-                method=self.method,
-                random_state=rng,
-            )
+            cal = self._release(scores, alpha, epsilon, rng)
         else:
             if self.method != "certified":
                 raise ValueError(

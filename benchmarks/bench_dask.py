@@ -123,10 +123,14 @@ def _calibrate_phases(x) -> dict:
     t1 = time.perf_counter()
     bins, counts = DaskScores(x).bin_counts(m)
     t2 = time.perf_counter()
-    from dpuq.quantile import _gamma_star, _level, _sample_bin
+    from dpuq.mechanisms.quantile import private_quantile_from_counts
+    from dpuq.planning import _certified_rho, _level_from_rho
 
-    q = _level(int(x.shape[0]), ALPHA, EPSILON, m, _gamma_star(int(x.shape[0]), ALPHA, EPSILON, m))
-    _sample_bin(bins, counts, m, q, EPSILON, np.random.default_rng(0))
+    n = int(x.shape[0])
+    dense = np.zeros(m, dtype=np.int64)
+    dense[bins] = counts
+    level = _level_from_rho(n, _certified_rho(n, ALPHA, EPSILON, m), ALPHA, EPSILON, m)
+    private_quantile_from_counts(dense, level, EPSILON, np.random.default_rng(0))
     t3 = time.perf_counter()
     return {
         "bins (client)": t1 - t0,

@@ -219,6 +219,10 @@ def _certified_grid(n: int, epsilon: float) -> np.ndarray:
 
 #: m within this many ranks (in threshold units, over n + 1) of the best counts as a tie.
 _TIE_RANKS = 0.05
+#: ... or within this much in threshold units, whichever is larger: a finer threshold gains
+#: nothing a user can see, and at n = 10^8 it would cost a 10^7-bin law (gigabytes). Binding
+#: only for n above 50,000 (below, 0.05/(n + 1) is larger).
+_TIE_THRESHOLD = 1e-6
 
 
 def _auto_certified(n: int, alpha: float, epsilon: float) -> int:
@@ -235,8 +239,10 @@ def _auto_certified(n: int, alpha: float, epsilon: float) -> int:
             rho = min(float(n), rho + 1e-9 * max(1.0, rho)) if rho < n else math.inf
         if rho <= n:
             expected[i] = _reference_expected_threshold(n, rho, epsilon, int(m))
-    # the smallest m within a twentieth of a rank of the best: finer grids gain nothing more
-    return int(grid[np.flatnonzero(expected <= expected.min() + _TIE_RANKS / (n + 1))[0]])
+    # the smallest m within a twentieth of a rank (or 1e-6) of the best: finer grids gain
+    # nothing more
+    tie = max(_TIE_RANKS / (n + 1), _TIE_THRESHOLD)
+    return int(grid[np.flatnonzero(expected <= expected.min() + tie)[0]])
 
 
 # ------------------------------------------------------------------- the paper's method
@@ -316,8 +322,9 @@ def auto_n_bins(
     ``"certified"``: over about 60 log-spaced m from 10 to
     ``max(1000, min(10 n ε, 100 (n+1)))``, the m whose certified release has the smallest
     expected threshold on uniform reference scores (16 jittered lattices ``(i - 1 + u)/n``;
-    exact law, over the bins that carry mass); the smallest m within 0.05 ranks of the best,
-    since finer grids then gain nothing; uninformative m count as 1.
+    exact law, over the bins that carry mass); the smallest m within 0.05 ranks (or 1e-6,
+    whichever is larger) of the best, since finer grids then gain nothing; uninformative m
+    count as 1.
     ``"paper"``: SPEC A.4 (50 log-spaced m from 10, simulated uniform scores with a fixed seed).
     Ties go to the smaller m. Uses only ``n``, ``alpha``, ``epsilon``: no privacy cost.
 

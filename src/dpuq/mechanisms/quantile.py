@@ -411,7 +411,17 @@ def private_quantile_from_counts(
     edges = bin_edges(c.size)
     if _uninformative(q, utility):
         return 1.0
+    rng = check_random_state(random_state)
+    n = int(c.sum())
+    if c.size <= _DENSE_FACTOR * (n + 1):
+        # the dense law straight from the counts: the log-weights and the draw of
+        # _row_log_weights/_draw_bins, without expanding n scores (out-of-core callers)
+        at_or_below = np.cumsum(c.astype(np.int64))[None, :]
+        counts = c.astype(np.int64)[None, :]
+        log_w = _log_weights(at_or_below - counts, at_or_below, n, q, eps, utility)
+        j = np.asarray(sample_log_weights_rows(log_w, rng), dtype=np.int64)
+        return float(edges[int(j[0])])
     occupied = np.flatnonzero(c)
-    bins = np.repeat(occupied, c[occupied])[None, :]  # the scores' bins, sorted
-    j = _draw_bins(bins, c.size, q, eps, utility, check_random_state(random_state))
+    bins = np.repeat(occupied, c[occupied])[None, :]  # the scores' bins, sorted (n < m/4 here)
+    j = _draw_bins(bins, c.size, q, eps, utility, rng)
     return float(edges[int(j[0])])

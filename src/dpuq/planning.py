@@ -13,7 +13,7 @@ Two methods (SPEC A.4 and A.7):
 
 Every function here uses only the public ``n``, ``alpha``, ``epsilon`` and ``n_bins``.
 
-Length (~490 lines): both methods' levels and bins, and the searches that use both
+Length (~500 lines): both methods' levels and bins, and the searches that use both
 (:func:`auto_n_bins`, :func:`min_calibration_size`, :func:`min_epsilon`, :func:`plan`), which
 choose between them; the paper's bin simulation is in :mod:`dpuq._bin_simulation`.
 """

@@ -9,20 +9,11 @@ import numpy as np
 import pytest
 
 import dpuq
+from cli_helpers import run_cli
 from dpuq.cli import main
 
 # Seeds are how these tests compare with the library; the warning itself is tested below.
 pytestmark = pytest.mark.filterwarnings("ignore:--seed makes the noise reproducible")
-
-
-def run_cli(capsys, *argv):
-    """Exit status, stdout and stderr of `dpuq ARGV` (argparse errors exit via SystemExit)."""
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def assert_one_line_error(code, err, *needles):

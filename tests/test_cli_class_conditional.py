@@ -6,18 +6,9 @@ import numpy as np
 import pytest
 
 import dpuq
-from dpuq.cli import main
+from cli_helpers import run_cli as _run
 
 pytestmark = pytest.mark.filterwarnings("ignore:--seed makes the noise reproducible")
-
-
-def _run(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import dpuq
+from cli_helpers import run_cli
 from dpuq._validation import as_array, check_probabilities, probability_tolerance
-from dpuq.cli import main
 from dpuq.conformal.logits import LogitsModel, softmax
 
 pytestmark = pytest.mark.filterwarnings("ignore:--seed makes the noise reproducible")
@@ -127,12 +127,7 @@ class TestFromLogits:
 
 class TestCli:
     def _run(self, capsys, *argv):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:
-            code = exc.code
-        out = capsys.readouterr()
-        return code, out.out, out.err
+        return run_cli(capsys, *argv)
 
     def test_logits_give_the_release_of_their_softmax(self, tmp_path, capsys):
         z, y = _logit_data()

@@ -618,7 +618,8 @@ def test_other_bad_arguments():
 def test_folded_bounds_bracket_the_exact_noisy_root_law():
     """The interval's fold: with J = Φ known on a grid and Laplace noise of scale λ, the
     bounds on P(U - L <= t) bracket the exact normal-Laplace CDF, and do so tightly."""
-    from dpuq.inference.intervals import _fold_bounds, normal_laplace_cdf
+    from dpuq.inference.interval_methods import _fold_bounds
+    from dpuq.inference.normal_laplace import normal_laplace_cdf
 
     grid = np.linspace(-5, 5, 401)
     t = np.linspace(-3, 3, 61)

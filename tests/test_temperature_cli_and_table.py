@@ -110,7 +110,8 @@ def test_reproduce_dpsgld_quick(tmp_path):
 class TestDemoTemperatureScaling:
     def test_scaled_rows_and_one_pipeline_figure(self):
         pytest.importorskip("opacus")
-        from dpuq.experiments.demo import DemoConfig, privacy_text, run_demo
+        from dpuq.experiments.demo import DemoConfig, run_demo
+        from dpuq.experiments.demo_results import privacy_text
 
         config = DemoConfig(quick=True, seed=2, n_splits=5, epochs=1, temperature_scaling=True,
                             temperature_epsilon=1.0, n_temperature=200)  # fmt: skip

@@ -155,29 +155,29 @@ class PendingFile:
         fd = self._fd
         if fd is None:
             raise ValueError(f"{self.label}: the temporary file is closed")
-        try:
+        with self._writing():
             os.lseek(fd, 0, os.SEEK_SET)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
             os.ftruncate(fd, len(data))
             os.fsync(fd)
-        except OSError as exc:
-            raise OSError(
-                exc.errno,
-                f"{self.label}: writing failed ({exc.strerror}); the previous file, if any, is "
-                "unchanged",
-            ) from None
 
     def write_with(self, writer: Callable[[Path], None]) -> None:
         """Let ``writer(temp_path)`` write the content (e.g. ``np.save``), then ``fsync`` it."""
-        try:
+        with self._writing():
             writer(self.temp)
             fd = os.open(self.temp, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Name the file in a failed write's error (and say the old file is unchanged)."""
+        try:
+            yield
         except OSError as exc:
             raise OSError(
                 exc.errno,

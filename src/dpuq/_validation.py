@@ -397,3 +397,13 @@ def check_labels(labels, n_classes: int, n_samples: int, name: str = "labels") -
             "are shown: they depend on the data)"
         )
     return arr
+
+
+def first_nonpositive(values: np.ndarray) -> int | None:
+    """Index of the first value that is not finite and > 0, or None when all are.
+
+    >>> first_nonpositive(np.array([1.0, 0.5, -1.0, np.nan])), first_nonpositive(np.ones(3))
+    (2, None)
+    """
+    bad = np.flatnonzero(~np.isfinite(values) | (values <= 0))
+    return int(bad[0]) if bad.size else None

@@ -39,12 +39,29 @@ noise multiplier ``σ_t`` (sensitivity ``C``, noise ``σ_t C``). Steps compose a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
 
-from dpuq._validation import _as_float, check_epsilon, check_in_open_unit, check_positive_int
+from dpuq._validation import _as_float, check_epsilon, check_positive_int
+from dpuq.accountants import (
+    DEFAULT_DISCRETIZATION,
+    _check_bucket_ratio,
+    _check_delta,
+    _check_relation,
+    _check_sample_rate,
+    _check_sigmas,
+    _compose,
+    _grouped,
+    _import_dp_accounting,
+    _replace_one_by_group_privacy,
+    _runs,
+    _step_pld,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu,
+    pld_epsilon,
+    rdp_epsilon,
+)
 from dpuq.report import Relation
 
 __all__ = [
@@ -60,49 +77,8 @@ __all__ = [
     "pld_epsilon",
     "rdp_epsilon",
 ]
-
-#: Privacy-loss grid of the PLD accountant (pessimistic: finer is tighter and slower).
-DEFAULT_DISCRETIZATION = 1e-3
-
 #: Accountants accepted by :func:`epsilon_spent`, :func:`max_steps` and the trainers.
 ACCOUNTANTS = ("pld", "rdp", "gdp")
-
-NEIGHBOURING_ADD_REMOVE = Relation.ADD_REMOVE.description
-
-
-def _check_relation(relation) -> Relation:
-    return Relation.coerce(relation)
-
-
-def _check_sample_rate(sample_rate) -> float:
-    p = _as_float(sample_rate, "sample_rate")
-    if not (0.0 < p <= 1.0):
-        raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
-    return p
-
-
-def _check_delta(delta) -> float:
-    return check_in_open_unit(delta, "delta")
-
-
-def _check_sigmas(noise_multipliers, name: str = "noise_multipliers") -> np.ndarray:
-    try:
-        s = np.asarray(noise_multipliers, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
-    s = np.atleast_1d(s)
-    if s.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d sequence of per-step values, got shape {s.shape}")
-    if s.size == 0:
-        raise ValueError(f"{name} is empty: no training step to account for")
-    bad = np.flatnonzero(~np.isfinite(s) | (s <= 0))
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(
-            f"{name} must be finite and > 0 at every step; {bad.size} are not "
-            f"(first: step {i}, value {s[i]!r})"
-        )
-    return s
 
 
 def dpsgld_noise_multiplier(
@@ -168,301 +144,6 @@ def dpsgld_noise_multiplier(
         )
     sigma = (b / c) * np.sqrt(2.0 * t / (eta * n))
     return float(sigma) if sigma.ndim == 0 else sigma
-
-
-def gdp_mu(
-    sample_rate: float,
-    noise_multipliers: Sequence[float] | np.ndarray,
-    *,
-    relation: Relation | str = Relation.REPLACE_ONE,
-) -> float:
-    """GDP central-limit parameter ``μ = p · sqrt(Σ_t (exp(1/σ_t²) − 1))`` (Bu et al. 2020).
-
-    That ``μ`` is for add/remove neighbours; under replace-one the parameter is ``2μ``
-    (group privacy of size 2 for GDP: Dong, Roth, Su 2019, Thm 2.14).
-
-    Parameters
-    ----------
-    sample_rate : float
-        Poisson sampling rate ``p = B / N`` in (0, 1].
-    noise_multipliers : array-like of float
-        ``σ_t`` of every step taken (all finite and > 0).
-    relation : Relation or str, default "replace-one"
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    The SPEC's known value: ``p = 256/60000``, ``σ = 1.06``, 20 epochs (4,688 steps).
-
-    >>> round(gdp_mu(256 / 60000, [1.06] * 4688, relation="add/remove-one"), 3)
-    0.35
-    >>> round(gdp_mu(256 / 60000, [1.06] * 4688), 3)
-    0.7
-    """
-    p = _check_sample_rate(sample_rate)
-    s = _check_sigmas(noise_multipliers)
-    factor = 2.0 if _check_relation(relation) is Relation.REPLACE_ONE else 1.0
-    with np.errstate(over="ignore"):
-        terms = np.expm1(1.0 / s**2)
-    total = math.fsum(terms.tolist())
-    return factor * p * math.sqrt(total) if math.isfinite(total) else math.inf
-
-
-def _check_mu(mu) -> float:
-    m = _as_float(mu, "mu")
-    if math.isnan(m) or m < 0:
-        raise ValueError(f"mu must be >= 0, got {mu!r}")
-    return m
-
-
-def _log_gdp_delta_terms(mu: float, eps: float) -> float:
-    """``δ(ε)`` for μ-GDP, computed with log-CDFs (no overflow of ``e^ε``)."""
-    a = ndtr(-eps / mu + mu / 2.0)
-    b = math.exp(eps + float(log_ndtr(-eps / mu - mu / 2.0)))
-    return max(float(a) - b, 0.0)
-
-
-def gdp_delta(mu: float, epsilon: float) -> float:
-    """``δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)`` of a μ-GDP mechanism (Dong et al. 2019).
-
-    Examples
-    --------
-    >>> round(gdp_delta(1.0, 1.0), 4)
-    0.1269
-    """
-    m = _check_mu(mu)
-    e = _as_float(epsilon, "epsilon")
-    if math.isnan(e) or e < 0:
-        raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
-    if m == 0:
-        return 0.0
-    if math.isinf(m):
-        return 1.0
-    return _log_gdp_delta_terms(m, e)
-
-
-def gdp_epsilon(mu: float, delta: float) -> float:
-    """Smallest ``ε >= 0`` with ``δ(ε) <= delta`` for a μ-GDP mechanism.
-
-    Parameters
-    ----------
-    mu : float
-        GDP parameter (``μ >= 0``; ``inf`` gives ``ε = inf``).
-    delta : float
-        Target δ in (0, 1).
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    The SPEC's known values (δ = 1e-5):
-
-    >>> round(gdp_epsilon(0.350, 1e-5), 2), round(gdp_epsilon(1.785, 1e-5), 2)
-    (1.34, 8.7)
-    """
-    m = _check_mu(mu)
-    d = _check_delta(delta)
-    if m == 0:
-        return 0.0
-    if math.isinf(m):
-        return math.inf
-    if _log_gdp_delta_terms(m, 0.0) <= d:
-        return 0.0
-    lo, hi = 0.0, max(1.0, m * m)
-    while _log_gdp_delta_terms(m, hi) > d:
-        lo, hi = hi, 2.0 * hi
-    from scipy.optimize import brentq
-
-    return float(brentq(lambda e: _log_gdp_delta_terms(m, e) - d, lo, hi, xtol=1e-12, rtol=1e-12))
-
-
-# ---------------------------------------------------------------------------------------------
-# Rigorous accountants (dp-accounting)
-
-
-def _import_dp_accounting():
-    try:
-        import dp_accounting
-        from dp_accounting.pld import privacy_loss_distribution as pld_lib
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "the PLD and RDP accountants need the 'dp-accounting' package: "
-            "pip install 'dpuq[torch]' (or pip install dp-accounting)"
-        ) from exc
-    return dp_accounting, pld_lib
-
-
-def _check_bucket_ratio(bucket_ratio) -> float:
-    r = _as_float(bucket_ratio, "bucket_ratio")
-    if not (1.0 <= r < math.inf):
-        raise ValueError(f"bucket_ratio must be >= 1 and finite, got {bucket_ratio!r}")
-    return r
-
-
-def _bucket_index(s: np.ndarray, ratio: float) -> np.ndarray:
-    if ratio == 1.0:
-        _, idx = np.unique(s, return_inverse=True)
-        return idx
-    return np.floor(np.log(s / s.min()) / math.log(ratio) + 1e-12).astype(np.int64)
-
-
-def _grouped(s: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray]:
-    """Groups of steps with σ within ``ratio``: (smallest σ of each group, steps in it)."""
-    idx = _bucket_index(s, ratio)
-    uniq, inverse, counts = np.unique(idx, return_inverse=True, return_counts=True)
-    smallest = np.full(uniq.size, np.inf)
-    np.minimum.at(smallest, inverse, s)
-    return smallest, counts
-
-
-def _runs(s: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray]:
-    """Maximal runs of consecutive steps in one bucket: (smallest σ of each run, length)."""
-    idx = _bucket_index(s, ratio)
-    starts = np.flatnonzero(np.r_[True, np.diff(idx) != 0])
-    lengths = np.diff(np.r_[starts, s.size])
-    return np.minimum.reduceat(s, starts), lengths
-
-
-def _neighboring(relation: Relation):
-    dpa, _ = _import_dp_accounting()
-    nr = dpa.NeighboringRelation
-    return nr.REPLACE_ONE if relation is Relation.REPLACE_ONE else nr.ADD_OR_REMOVE_ONE
-
-
-def _step_pld(pld_lib, sigma: float, p: float, discretization: float, relation: Relation):
-    return pld_lib.from_gaussian_mechanism(
-        standard_deviation=float(sigma),
-        sampling_prob=p,
-        value_discretization_interval=discretization,
-        neighboring_relation=_neighboring(relation),
-    )
-
-
-def _compose(pld_lib, groups, p: float, discretization: float, relation: Relation):
-    total = None
-    for sigma, count in zip(*groups, strict=True):
-        part = _step_pld(pld_lib, sigma, p, discretization, relation).self_compose(int(count))
-        total = part if total is None else total.compose(part)
-    return total
-
-
-def pld_epsilon(
-    sample_rate: float,
-    noise_multipliers,
-    delta: float,
-    *,
-    bucket_ratio: float = 1.01,
-    discretization: float = DEFAULT_DISCRETIZATION,
-    relation: Relation | str = Relation.REPLACE_ONE,
-) -> float:
-    """ε at ``delta`` of the composed Poisson-subsampled Gaussian steps, by PLD (rigorous).
-
-    Parameters
-    ----------
-    sample_rate : float
-        Poisson sampling rate ``p`` in (0, 1].
-    noise_multipliers : array-like of float
-        ``σ_t`` of every step (finite, > 0).
-    delta : float
-        Target δ in (0, 1).
-    bucket_ratio : float, default 1.01
-        Steps whose σ lie within this factor are accounted together with their smallest σ
-        (an upper bound; 1 groups only equal σ). Cost grows with the number of groups.
-    discretization : float, default 1e-3
-        Privacy-loss grid of the PLD (pessimistic rounding: still an upper bound). A finer
-        grid gives a slightly smaller ε (about 0.5% at ε = 1 for 1e-4) at ~5x the cost.
-    relation : Relation or str, default "replace-one"
-        The neighbouring relation (dp-accounting's own analysis for each; module docstring).
-
-    Returns
-    -------
-    float
-        An upper bound on the ε of the schedule at ``delta`` under ``relation``.
-
-    Examples
-    --------
-    >>> round(pld_epsilon(0.01, [1.0] * 1000, 1e-5), 2)
-    2.84
-    >>> round(pld_epsilon(0.01, [1.0] * 1000, 1e-5, relation="add/remove-one"), 2)
-    1.83
-    """
-    p = _check_sample_rate(sample_rate)
-    s = _check_sigmas(noise_multipliers)
-    d = _check_delta(delta)
-    r = _check_bucket_ratio(bucket_ratio)
-    disc = _as_float(discretization, "discretization")
-    if not (0 < disc < 1):
-        raise ValueError(f"discretization must be in (0, 1), got {discretization!r}")
-    rel = _check_relation(relation)
-    _, pld_lib = _import_dp_accounting()
-    return float(_compose(pld_lib, _grouped(s, r), p, disc, rel).get_epsilon_for_delta(d))
-
-
-def rdp_epsilon(
-    sample_rate: float,
-    noise_multipliers,
-    delta: float,
-    *,
-    bucket_ratio: float = 1.01,
-    relation: Relation | str = Relation.REPLACE_ONE,
-) -> float:
-    """ε at ``delta`` by Rényi-DP accounting (rigorous, usually looser than PLD).
-
-    Steps are grouped as in :func:`pld_epsilon` (each group with its smallest σ). Under
-    replace-one: the add/remove bound converted by group privacy (module docstring).
-
-    Examples
-    --------
-    >>> 1.4 < rdp_epsilon(256 / 60000, [1.06] * 4688, 1e-5, relation="add/remove-one") < 1.7
-    True
-    """
-    p = _check_sample_rate(sample_rate)
-    s = _check_sigmas(noise_multipliers)
-    d = _check_delta(delta)
-    r = _check_bucket_ratio(bucket_ratio)
-    rel = _check_relation(relation)
-    dpa, _ = _import_dp_accounting()
-    sig, counts = _grouped(s, r)
-    acc = dpa.rdp.RdpAccountant()
-    for sigma, count in zip(sig, counts, strict=True):
-        acc.compose(dpa.PoissonSampledDpEvent(p, dpa.GaussianDpEvent(float(sigma))), int(count))
-    if rel is Relation.ADD_REMOVE:
-        return float(acc.get_epsilon(d))
-    return _replace_one_by_group_privacy(lambda dd: float(acc.get_epsilon(dd)), d)
-
-
-def _replace_one_by_group_privacy(eps_add_remove, delta: float) -> float:
-    """Smallest ``2 ε'(δ')`` over ``δ'`` with ``(1 + e^ε'(δ')) δ' <= delta`` (bisection on log δ').
-
-    ``eps_add_remove(δ')`` is an add/remove (ε', δ') curve; a replacement is a removal and an
-    addition, so ``(2ε', (1 + e^ε') δ')`` holds under replace-one (group privacy of size 2).
-    Only δ' that meet the constraint are ever returned, so the result is a valid bound.
-    """
-
-    def ok(log_d: float) -> tuple[bool, float]:
-        e = eps_add_remove(math.exp(log_d))
-        return (1.0 + math.exp(min(e, 700.0))) * math.exp(log_d) <= delta, e
-
-    lo, hi = math.log(delta) - 40.0, math.log(delta / 2.0)
-    good, e_lo = ok(lo)
-    if not good:
-        return math.inf
-    good, e_hi = ok(hi)
-    if good:
-        return 2.0 * e_hi
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        good, e_mid = ok(mid)
-        if good:
-            lo, e_lo = mid, e_mid
-        else:
-            hi = mid
-    return 2.0 * e_lo
 
 
 def _check_accountant(accountant: str) -> str:

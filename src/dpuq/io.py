@@ -48,6 +48,17 @@ def _label(name: str, path: Path) -> str:
     return f"{name} {str(path)!r}"
 
 
+def check_read_suffix(path: Path, label: str) -> str:
+    """The file's suffix, lower-case, if dpuq reads that type; else a ValueError naming it."""
+    suffix = path.suffix.lower()
+    if suffix not in READ_SUFFIXES:
+        raise ValueError(
+            f"{label}: unsupported file type {suffix or '(no suffix)'!r}; "
+            f"use one of {', '.join(READ_SUFFIXES)}"
+        )
+    return suffix
+
+
 def read_array(path: str | os.PathLike, name: str = "input") -> np.ndarray:
     """Read a numeric 1-d or 2-d array from ``path`` (format from the suffix).
 
@@ -74,12 +85,7 @@ def read_array(path: str | os.PathLike, name: str = "input") -> np.ndarray:
     """
     p = Path(path)
     label = _label(name, p)
-    suffix = p.suffix.lower()
-    if suffix not in READ_SUFFIXES:
-        raise ValueError(
-            f"{label}: unsupported file type {suffix or '(no suffix)'!r}; "
-            f"use one of {', '.join(READ_SUFFIXES)}"
-        )
+    suffix = check_read_suffix(p, label)
     if not p.exists():
         raise ValueError(f"{label}: no such file")
     if p.is_dir():

@@ -19,6 +19,10 @@ refused by an add/remove-one budget (no conversion exists).
 The file: WAL journal (readers never block the writer), ``synchronous=FULL`` (a committed spend
 survives a power cut), a ``schema_version`` table, migrations that only add.
 
+Length (over ~450 lines): the check of what is left and the recording of a spend must share one
+write transaction, so :class:`Ledger` keeps them in one class; the schema is in
+:mod:`dpuq._ledger_schema`.
+
 Examples
 --------
 >>> import os, tempfile
@@ -317,7 +321,7 @@ class Ledger:
         budget, :class:`BudgetError` if ``dataset`` has no budget, :class:`ValueError` for a
         cost under replace-one charged to an add/remove-one budget.
         """
-        from dpuq import __version__
+        from dpuq._version import __version__
 
         dataset = _check_name(dataset)
         s_eps, s_dl = _check_cost(epsilon, delta)

@@ -12,6 +12,10 @@ Two methods (SPEC A.4 and A.7):
   chosen on simulated uniform scores (:mod:`dpuq._bin_simulation`).
 
 Every function here uses only the public ``n``, ``alpha``, ``epsilon`` and ``n_bins``.
+
+Length (~500 lines): both methods' levels and bins, and the searches that use both
+(:func:`auto_n_bins`, :func:`min_calibration_size`, :func:`min_epsilon`, :func:`plan`), which
+choose between them; the paper's bin simulation is in :mod:`dpuq._bin_simulation`.
 """
 
 from __future__ import annotations

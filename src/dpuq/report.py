@@ -200,8 +200,12 @@ class PrivacyReport:
 
 
 def _common_relation(
-    reports: list[PrivacyReport], relation: Relation | str | None
+    reports: Iterable[PrivacyReport], relation: Relation | str | None
 ) -> list[PrivacyReport]:
+    """The parts, all under one relation (converted by ``relation=``, else checked)."""
+    reports = list(reports)
+    if not reports:
+        raise ValueError("reports is empty")
     if relation is not None:
         return [r.under(relation) for r in reports]
     relations = {r.relation for r in reports}
@@ -222,9 +226,6 @@ def compose_sequential(
     All parts must be under one relation, or ``relation=`` converts each explicitly
     (:meth:`PrivacyReport.under`); mixed relations without it are an error.
     """
-    reports = list(reports)
-    if not reports:
-        raise ValueError("reports is empty")
     reports = _common_relation(reports, relation)
     return PrivacyReport(
         mechanism=mechanism,
@@ -247,9 +248,6 @@ def compose_disjoint(
     patients and calibrated on another). Each person then enjoys that part's (ε, δ). All parts
     must be under one relation, or ``relation=`` converts each explicitly.
     """
-    reports = list(reports)
-    if not reports:
-        raise ValueError("reports is empty")
     reports = _common_relation(reports, relation)
     return PrivacyReport(
         mechanism=mechanism,

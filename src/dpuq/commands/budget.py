@@ -6,6 +6,10 @@ import argparse
 import json
 import sys
 
+from dpuq.commands._args import add_command, float_arg
+
+HELP = "privacy budgets of data sets: init, show, history"
+
 DESCRIPTION = """\
 Keep count of the privacy spent on each data set. A ledger is one SQLite file; in it each named
 data set (e.g. "icu-2024") has a budget epsilon (and delta), and every release about it
@@ -59,16 +63,9 @@ def open_ledger(args, *, create: bool = False):
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "budget",
-        help="privacy budgets of data sets: init, show, history",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, "budget", HELP, DESCRIPTION, EPILOG)
     sub = p.add_subparsers(dest="budget_command", metavar="ACTION", parser_class=type(p))
 
-    from dpuq.commands.calibrate import float_arg
     from dpuq.report import Relation
 
     init = sub.add_parser("init", help="give a data set its total budget (once)")

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-import numpy as np
+from dpuq.commands._args import charged_release, report_sets, warn_if_seeded
 
 HELP = (
     "release one threshold per class (Mondrian sets: coverage >= 1 - alpha for every class, "
@@ -20,32 +20,17 @@ HELP = (
 
 def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -> int:
     """The body of ``dpuq calibrate --class-conditional`` (inputs checked before the release)."""
-    from dpuq import __version__
-    from dpuq.commands.calibrate import (
-        CALIBRATION_FORMAT,
-        CALIBRATION_FORMAT_VERSION,
-        calibration_scores,
-        input_mode,
-    )
+    from dpuq._version import __version__
+    from dpuq.commands._scores import calibration_scores, input_mode
     from dpuq.conformal.class_conditional import calibrate_by_class
+    from dpuq.conformal.release_io import CALIBRATION_FORMAT, CALIBRATION_FORMAT_VERSION
     from dpuq.io import read_vector
 
     if input_mode(args) != "classification":
         raise ValueError("--class-conditional needs --probs FILE and --labels FILE")
     scores, meta = calibration_scores(args)
     labels = read_vector(args.labels, "--labels", integer=True)
-    if args.seed is not None:
-        import warnings
-
-        warnings.warn(
-            "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
-            "use it for experiments only, never for a release",
-            UserWarning,
-            stacklevel=1,
-        )
-    from contextlib import nullcontext
-
-    from dpuq._atomic import release_file
+    warn_if_seeded(args.seed)
     from dpuq.commands.budget import open_ledger
     from dpuq.io import json_text
 
@@ -53,33 +38,27 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
     seeded = args.seed is not None
     what = f"dpuq calibrate --class-conditional (classification, score {meta['score']['name']})"
     # the same order as every release: lock the output, charge the ledger, release, write
-    with release_file(out, force=args.force, name="-o") as pending:
-        spend = (
-            ledger.spend(args.dataset, epsilon, what=what, output=out, seeded=seeded)
-            if ledger is not None
-            else nullcontext()
+    with charged_release(ledger, out, args, epsilon, what) as pending:
+        cal = calibrate_by_class(
+            scores,
+            labels,
+            meta["n_classes"],
+            alpha=alpha,
+            epsilon=epsilon,
+            n_bins=args.bins,
+            random_state=args.seed,
         )
-        with spend:
-            cal = calibrate_by_class(
-                scores,
-                labels,
-                meta["n_classes"],
-                alpha=alpha,
-                epsilon=epsilon,
-                n_bins=args.bins,
-                random_state=args.seed,
-            )
-            record = {
-                "format": CALIBRATION_FORMAT,
-                "format_version": CALIBRATION_FORMAT_VERSION,
-                "dpuq_version": __version__,
-                **meta,
-                "confidence_level": 1.0 - cal.alpha,
-                **cal.to_dict(),
-                "seeded": seeded,
-            }
-            pending.write_text(json_text(record))
-            pending.commit()
+        record = {
+            "format": CALIBRATION_FORMAT,
+            "format_version": CALIBRATION_FORMAT_VERSION,
+            "dpuq_version": __version__,
+            **meta,
+            "confidence_level": 1.0 - cal.alpha,
+            **cal.to_dict(),
+            "seeded": seeded,
+        }
+        pending.write_text(json_text(record))
+        pending.commit()
     shown = ", ".join(f"{t:.4g}" for t in cal.thresholds)
     print(
         f"released {cal.n_classes} class thresholds [{shown}] from n = {cal.n} calibration "
@@ -112,10 +91,10 @@ def check_calibration(cal: dict[str, Any], label: str) -> dict[str, Any]:
 def run_predict(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
     """Prediction sets from a class-conditional calibration: label y against ``thresholds[y]``."""
     from dpuq._validation import check_probabilities
-    from dpuq.commands.calibrate import CLASSIFICATION_SCORES
     from dpuq.conformal.class_conditional import class_prediction_sets
+    from dpuq.conformal.release_io import CLASSIFICATION_SCORES
     from dpuq.conformal.scores import score_function
-    from dpuq.io import read_matrix, write_sets
+    from dpuq.io import read_matrix
 
     score = cal.get("score", {})
     name = score.get("name") if isinstance(score, dict) else None
@@ -131,11 +110,4 @@ def run_predict(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
         )
     params = {k: v for k, v in score.items() if k != "name"}
     sets = class_prediction_sets(score_function(name)(probs, **params), cal["thresholds"])
-    write_sets(out, sets, list(range(sets.shape[1])))
-    sizes = sets.sum(axis=1)
-    print(
-        f"{sets.shape[0]} class-conditional prediction sets; mean size {sizes.mean():.3g} of "
-        f"{sets.shape[1]}, empty {np.mean(sizes == 0):.1%}\nwrote {out}",
-        file=sys.stdout,
-    )
-    return 0
+    return report_sets(out, sets, "class-conditional prediction sets")

@@ -112,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.commands._checks import check_options
 
     check_extras(args)
-    from dpuq.experiments.demo import DemoConfig, format_demo, run_demo, write_report
+    from dpuq.experiments.demo import DemoConfig, run_demo, write_report
+    from dpuq.experiments.demo_results import format_demo
     from dpuq.experiments.output import check_output_dir
 
     check_options(args)

@@ -9,11 +9,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpuq.commands.calibrate import bins_arg, float_arg
+from dpuq.commands._args import add_command, bins_arg, float_arg
 
 AUTO_NOTE = "  (auto: data-independent, no privacy cost)"
 DEFAULT_N_GRID = (100, 200, 500, 1000, 2000, 5000, 10000)
 DEFAULT_EPSILON_GRID = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+HELP = "what a private calibration will give at n, alpha, epsilon (no data needed)"
 
 DESCRIPTION = """\
 Plan a private calibration before touching any data: uses only the public n (number of
@@ -43,13 +45,7 @@ examples:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "plan",
-        help="what a private calibration will give at n, alpha, epsilon (no data needed)",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, "plan", HELP, DESCRIPTION, EPILOG)
     p.add_argument(
         "--n", type=int, nargs="+", metavar="N", help="number of calibration points (public)"
     )

@@ -8,7 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from dpuq.commands.calibrate import read_probabilities
+from dpuq.commands._args import add_command, report_sets
+from dpuq.commands._scores import read_probabilities
+
+HELP = "prediction sets or intervals for new data from a calibration JSON"
 
 DESCRIPTION = """\
 Turn a calibration released by `dpuq calibrate` into prediction sets (classification, or
@@ -37,13 +40,7 @@ examples:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "predict",
-        help="prediction sets or intervals for new data from a calibration JSON",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, "predict", HELP, DESCRIPTION, EPILOG)
     p.add_argument(
         "--calibration",
         required=True,
@@ -114,7 +111,6 @@ def run(args: argparse.Namespace) -> int:
         check_output_path,
         read_matrix,
         write_intervals,
-        write_sets,
     )
 
     out = check_output_path(args.output, "-o", (".csv", ".json", ".npy"), force=args.force)
@@ -159,11 +155,4 @@ def run(args: argparse.Namespace) -> int:
         path = _expect(args, "scores", task, name)
         matrix = check_scores(read_matrix(path, "--scores"), f"--scores {path!r}", ndim=2)
     sets = prediction_sets(matrix, threshold)
-    write_sets(out, sets, list(range(sets.shape[1])))
-    sizes = sets.sum(axis=1)
-    print(
-        f"{sets.shape[0]} prediction sets at threshold {threshold:.6g}{full}; mean size "
-        f"{sizes.mean():.3g} of {sets.shape[1]}, empty {np.mean(sizes == 0):.1%}\nwrote {out}",
-        file=sys.stdout,
-    )
-    return 0
+    return report_sets(out, sets, f"prediction sets at threshold {threshold:.6g}{full}")

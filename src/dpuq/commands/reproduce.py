@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 
 EXPERIMENTS = {
@@ -128,6 +129,17 @@ def _command(args: argparse.Namespace) -> str:
     return shlex.join(parts)
 
 
+def _config(cls, args: argparse.Namespace, **option_of):
+    """An experiment's config from the parsed options: each field from the option of the same
+    name (or the one ``option_of`` names); a field without an option keeps its default."""
+    values = {}
+    for f in dataclasses.fields(cls):
+        option = option_of.get(f.name, f.name)
+        if hasattr(args, option):
+            values[f.name] = getattr(args, option)
+    return cls(**values)
+
+
 def run(args: argparse.Namespace) -> int:
     from dpuq.commands._checks import check_options
 
@@ -166,50 +178,21 @@ def run(args: argparse.Namespace) -> int:
                 logits_path=args.logits, probs_path=args.probs, labels_path=args.labels
             )
             kwargs = {"probs": probs, "labels": labels, "source": source}
-        config = mod.ImagenetConfig(
-            experiment=args.experiment,
-            n_calibration=args.n_calibration,
-            n_test=args.n_test,
-            n_classes=args.classes,
-            n_splits=args.splits,
-            alpha=args.alpha,
-            epsilon=getattr(args, "epsilon", 1.0),
-            seed=args.seed,
-        )
+        config = _config(mod.ImagenetConfig, args, n_classes="classes", n_splits="splits")
         result = mod.run_imagenet(config, show_progress=show, **kwargs)
         print(mod.format_result(result))
         mod.write_imagenet(result, out, command)
     elif args.experiment == "medical":
         from dpuq.experiments import reproduce_medical as mod
 
-        config = mod.MedicalConfig(
-            alpha=args.alpha,
-            epsilon=args.epsilon,
-            n_calibration=args.n_calibration,
-            n_test=args.n_test,
-            n_splits=args.splits,
-            n_models=args.models,
-            seed=args.seed,
-        )
+        config = _config(mod.MedicalConfig, args, n_splits="splits", n_models="models")
         result = mod.run_medical(config, table=args.table, show_progress=show)
         print(mod.format_result(result))
         mod.write_medical(result, out, command)
     else:  # quadrants
         from dpuq.experiments import reproduce_quadrants as mod
 
-        config = mod.QuadrantsConfig(
-            data=args.data,
-            data_dir=args.data_dir,
-            alpha=args.alpha,
-            epsilon=args.epsilon,
-            delta=args.delta,
-            calibration_epsilon=args.calibration_epsilon,
-            n_calibration=args.n_calibration,
-            n_splits=args.splits,
-            epochs=args.epochs,
-            train_size=args.train_size,
-            seed=args.seed,
-        )
+        config = _config(mod.QuadrantsConfig, args, n_splits="splits")
         result = mod.run_quadrants(config, cache_dir=args.cache_dir, show_progress=show)
         print(mod.format_result(result))
         mod.write_quadrants(result, out, command)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
+
+from dpuq.commands._args import add_command, float_arg, seed_arg, warn_if_seeded
+
+HELP = "release an epsilon-DP softmax temperature from held-out logits"
 
 DESCRIPTION = """\
 Private temperature scaling: release one softmax temperature T (use softmax(logits / T))
@@ -29,15 +32,7 @@ examples:
 
 
 def register(subparsers) -> None:
-    from dpuq.commands.calibrate import float_arg, seed_arg
-
-    p = subparsers.add_parser(
-        "temperature",
-        help="release an epsilon-DP softmax temperature from held-out logits",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(subparsers, "temperature", HELP, DESCRIPTION, EPILOG)
     p.add_argument("--logits", metavar="FILE", help="held-out logits, shape (n, K)")
     p.add_argument("--probs", metavar="FILE", help="held-out probabilities (n, K) instead")
     p.add_argument("--labels", metavar="FILE", required=True, help="true classes 0..K-1, (n,)")
@@ -76,8 +71,8 @@ def _grid(values):
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from dpuq import __version__
     from dpuq._validation import check_epsilon
+    from dpuq._version import __version__
     from dpuq.io import check_output_path, read_matrix, read_vector, write_json
     from dpuq.training.temperature import private_temperature_scaling
 
@@ -95,13 +90,7 @@ def run(args: argparse.Namespace) -> int:
         logits = np.log(np.maximum(probs, np.finfo(float).tiny))
     labels = read_vector(args.labels, "--labels", integer=True)
     grid = _grid(args.grid)
-    if args.seed is not None:
-        warnings.warn(
-            "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
-            "use it for experiments only, never for a release",
-            UserWarning,
-            stacklevel=1,
-        )
+    warn_if_seeded(args.seed)
     t, report = private_temperature_scaling(
         logits, labels, epsilon=epsilon, temperatures=grid, loss=args.loss, random_state=args.seed
     )

@@ -45,6 +45,19 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         """A fresh generator for one release (derived from ``random_state``, never cached)."""
         return self._release_rng()
 
+    def _release(self, scores, alpha: float, epsilon: float, rng):
+        """The marginal ε-DP threshold of these calibration scores (:func:`dpuq.calibrate`)."""
+        from dpuq.conformal.calibration import calibrate
+
+        return calibrate(
+            scores,
+            alpha=alpha,
+            epsilon=epsilon,
+            n_bins=self.n_bins,
+            method=self.method,
+            random_state=rng,
+        )
+
     def _model(self):
         """The model in use: the trained clone ``estimator_`` if ``fit`` made one."""
         return getattr(self, "estimator_", self.estimator)
@@ -81,9 +94,10 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
     def load_release(cls, path, estimator):
         """The estimator wrapping ``estimator`` (the model) in the released state read from
         ``path`` (written by :meth:`save_release` or ``dpuq calibrate -o``); no privacy cost."""
+        from dpuq.conformal.calibration import PrivateCalibration
         from dpuq.conformal.release_io import read_calibration, restore_estimator
 
-        return restore_estimator(cls, read_calibration(path, "path"), estimator)
+        return restore_estimator(cls, read_calibration(path, "path"), estimator, PrivateCalibration)
 
     @property
     def n_features_in_(self) -> int:

@@ -237,7 +237,7 @@ def public_bound(
 def _private_bound(res, q, epsilon, upper, n_bins, random_state):
     """ε-DP quantile of residuals that each depend on their own row only (replace-one)."""
     from dpuq._validation import check_positive_int
-    from dpuq.quantile import private_quantile
+    from dpuq.mechanisms.quantile import private_quantile
 
     eps = check_epsilon(epsilon)
     if upper is None:

@@ -41,7 +41,7 @@ from dpuq.planning import (
     min_epsilon,
 )
 from dpuq.report import PrivacyReport, Relation
-from dpuq.scale import as_score_source
+from dpuq.scale.sources import as_score_source
 
 __all__ = [
     "PrivateCalibration",
@@ -131,7 +131,7 @@ class PrivateCalibration:
         version, threshold on its grid, fields that agree)."""
         from dpuq.conformal.release_io import calibration_from_record, read_calibration
 
-        return calibration_from_record(read_calibration(path, "path"))
+        return calibration_from_record(read_calibration(path, "path"), PrivateCalibration)
 
 
 def _check_bins_gamma(n_bins, gamma, method: str) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from dpuq._validation import check_epsilon, check_probabilities
 from dpuq.conformal._base import _PrivateConformalBase
-from dpuq.conformal.calibration import PrivateCalibration, calibrate
+from dpuq.conformal.calibration import PrivateCalibration
 from dpuq.conformal.class_conditional import (
     ClassConditionalCalibration,
     calibrate_by_class,
@@ -20,7 +20,7 @@ from dpuq.conformal.sets import prediction_sets
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
-from dpuq.scale import is_dask_collection
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateConformalClassifier"]
 
@@ -231,10 +231,10 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                     "class_conditional=True does not take Dask input (X_cal): compute the "
                     "scores and labels chunk-wise and pass them to dpuq.calibrate_by_class"
                 )
-            from dpuq.scale import score_partitions
+            from dpuq.scale._dask import classifier_scores
 
             self._set_classes()
-            scores, labels = score_partitions(self, X_cal, y_cal), None
+            scores, labels = classifier_scores(self, X_cal, y_cal), None
         else:
             scores, labels = self._calibration_scores(X_cal, y_cal, rng)
         what = "PrivateConformalClassifier.conformalize"
@@ -255,14 +255,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                 random_state=rng,
             )
         else:
-            cal = calibrate(
-                scores,
-                alpha=alpha,
-                epsilon=epsilon,
-                n_bins=self.n_bins,
-                method=self.method,
-                random_state=rng,
-            )
+            cal = self._release(scores, alpha, epsilon, rng)
         self.calibration_: PrivateCalibration | ClassConditionalCalibration = dataclasses.replace(
             cal, privacy_report=self._seeded(cal.privacy_report)
         )

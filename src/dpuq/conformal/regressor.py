@@ -9,7 +9,7 @@ import numpy as np
 
 from dpuq._validation import as_array, check_array_1d, check_epsilon
 from dpuq.conformal._base import _PrivateConformalBase
-from dpuq.conformal.calibration import PrivateCalibration, calibrate
+from dpuq.conformal.calibration import PrivateCalibration
 from dpuq.conformal.class_conditional import calibrate_by_class, check_groups, grouped_intervals
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
@@ -22,7 +22,7 @@ from dpuq.conformal.regression_scores import (
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
-from dpuq.scale import is_dask_collection
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateConformalRegressor"]
 
@@ -212,9 +212,9 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             )
         group_index = None if y is None else check_groups(groups, self.n_groups, y.size)
         if y is None:  # Dask input: scores computed on the workers, never gathered
-            from dpuq.scale import score_partitions
+            from dpuq.scale._dask import regressor_scores
 
-            scores = score_partitions(self, X_cal, y_cal)
+            scores = regressor_scores(self, X_cal, y_cal)
             described = _DESCRIBED[self.score]
         elif self.score == "absolute":
             pred = self._point(X_cal)
@@ -232,14 +232,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         what = "PrivateConformalRegressor.conformalize"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         if group_index is None:
-            cal = calibrate(
-                scores,
-                alpha=alpha,
-                epsilon=epsilon,
-                n_bins=self.n_bins,
-                method=self.method,
-                random_state=rng,
-            )
+            cal = self._release(scores, alpha, epsilon, rng)
         else:
             if self.method != "certified":
                 raise ValueError(

@@ -43,7 +43,7 @@ def calibration_record(
     cal, *, task: str = "scores", score: dict | None = None, **extra: Any
 ) -> dict[str, Any]:
     """The JSON object of a release (``extra``: e.g. ``n_classes``, ``classes``)."""
-    from dpuq import __version__
+    from dpuq._version import __version__
 
     return {
         "format": CALIBRATION_FORMAT,
@@ -153,11 +153,12 @@ def check_calibration_record(rec: Any, label: str = "calibration") -> dict[str, 
     return rec
 
 
-def calibration_from_record(rec: dict[str, Any]):
-    """A :class:`~dpuq.conformal.PrivateCalibration` from a checked record."""
-    from dpuq.conformal.calibration import PrivateCalibration
+def calibration_from_record(rec: dict[str, Any], calibration_cls):
+    """A ``calibration_cls`` (:class:`~dpuq.conformal.PrivateCalibration`) from a checked record.
 
-    fields = {f.name for f in dataclasses.fields(PrivateCalibration)}
+    The class is passed in, so that this module does not import the one that imports it.
+    """
+    fields = {f.name for f in dataclasses.fields(calibration_cls)}
     values = {k: v for k, v in rec.items() if k in fields and k != "privacy_report"}
     r = rec.get("privacy_report") or {}
     values["privacy_report"] = PrivacyReport(
@@ -173,7 +174,7 @@ def calibration_from_record(rec: dict[str, Any]):
     for key in ("threshold", "level", "gamma", "epsilon", "alpha"):
         if isinstance(values.get(key), int):
             values[key] = float(values[key])
-    return PrivateCalibration(**values)
+    return calibration_cls(**values)
 
 
 def read_calibration(path: str | os.PathLike, name: str = "calibration") -> dict[str, Any]:
@@ -212,11 +213,12 @@ def estimator_record(est) -> dict[str, Any]:
     return calibration_record(est.calibration_, task="regression", score=score)
 
 
-def restore_estimator(cls, rec: dict[str, Any], estimator):
-    """A conformal estimator of class ``cls`` wrapping ``estimator``, in its released state."""
+def restore_estimator(cls, rec: dict[str, Any], estimator, calibration_cls):
+    """A conformal estimator of class ``cls`` wrapping ``estimator``, in its released state
+    (its calibration a ``calibration_cls``, :class:`~dpuq.conformal.PrivateCalibration`)."""
     import numpy as np
 
-    cal = calibration_from_record(rec)
+    cal = calibration_from_record(rec, calibration_cls)
     params = {k: v for k, v in rec["score"].items() if k not in ("name", "bound")}
     common = dict(epsilon=cal.epsilon, confidence_level=1.0 - cal.alpha, n_bins=cal.n_bins)
     if rec["task"] == "classification":

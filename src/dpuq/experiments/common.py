@@ -32,7 +32,11 @@ __all__ = [
     "MethodResult",
     "compare_methods",
     "markdown_table",
+    "method_arrays",
+    "method_histograms",
     "method_rows",
+    "method_table",
+    "model_accuracy",
     "write_results",
 ]
 
@@ -111,6 +115,38 @@ def compare_methods(
             }
         results.append(MethodResult(method, evaluate_thresholds(pool, test_idx, t), settings))
     return results
+
+
+def model_accuracy(probs: np.ndarray, labels: np.ndarray) -> tuple[float, float | None]:
+    """Top-1 accuracy and expected calibration error (None without scikit-learn's extras)."""
+    accuracy = float(np.mean(probs.argmax(axis=1) == labels))
+    try:
+        from dpuq.metrics.calibration import expected_calibration_error
+    except ImportError:
+        return accuracy, None
+    return accuracy, float(expected_calibration_error(probs, labels))
+
+
+def method_arrays(results: list[MethodResult]) -> dict[str, np.ndarray]:
+    """The per-split arrays of each method, keyed ``"{i}_{name}"`` (``splits.npz``)."""
+    return {
+        f"{i}_{k}": getattr(r.metrics, k)
+        for i, r in enumerate(results)
+        for k in ("coverage", "mean_size", "thresholds")
+    }
+
+
+def method_histograms(results: list[MethodResult], alpha: float, title: str):
+    """Coverage and set-size histograms of the methods over the splits (one figure)."""
+    from dpuq.experiments.plots import coverage_size_histograms
+
+    series = [(r.method.label, r.metrics.coverage, r.metrics.mean_size) for r in results]
+    return coverage_size_histograms(series, alpha, title)
+
+
+def method_table(results: list[MethodResult], *, markdown: bool = False) -> str:
+    """The methods' summary table (:data:`METHOD_HEADER`), for the terminal or markdown."""
+    return (markdown_table if markdown else text_table)(METHOD_HEADER, method_rows(results))
 
 
 def _fmt_eps(eps) -> str:

@@ -32,44 +32,21 @@ relation, replace-one, so the pipeline is (max(ε_train, ε_T, ε_cal), δ_train
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from dpuq._progress import progress
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
-from dpuq.experiments.common import Method, MethodResult, compare_methods, text_table
+from dpuq.experiments.common import Method, compare_methods, model_accuracy
+from dpuq.experiments.demo_results import DemoConfig, DemoResult, PipelineResult
 from dpuq.experiments.evaluation import ScorePool, random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
 from dpuq.mechanisms.randomness import check_random_state
 from dpuq.report import PrivacyReport, Relation, compose_disjoint
 
-__all__ = ["DemoConfig", "DemoResult", "format_demo", "run_demo", "write_report"]
-
-
-@dataclass(frozen=True)
-class DemoConfig:
-    """Settings of :func:`run_demo` (the CLI's options)."""
-
-    data: str = "digits"  # "digits", "fashion-mnist" or "outputs"
-    alpha: float = 0.1
-    epsilon: float = 3.0  # calibration (the CLI's default: the training ε)
-    train_epsilon: float = 3.0
-    train_delta: float = 1e-5
-    n_calibration: int | None = None  # default per data set
-    n_test: int | None = None
-    n_splits: int = 200
-    epochs: int | None = None
-    train_size: int | None = None
-    quick: bool = False
-    seed: int | None = None
-    probs_path: str | None = None
-    labels_path: str | None = None
-    data_dir: str | None = None
-    temperature_scaling: bool = False
-    temperature_epsilon: float | None = None  # default: the calibration ε
-    n_temperature: int | None = None  # held-out people for it (default per data set)
+__all__ = ["DemoConfig", "DemoResult", "run_demo", "write_report"]
 
 
 @dataclass
@@ -84,38 +61,6 @@ class DemoData:
     outputs: np.ndarray | None = None  # user's probabilities on the pool (no training)
     x_temperature: np.ndarray | None = None  # held out of training for temperature scaling
     y_temperature: np.ndarray | None = None
-
-
-@dataclass
-class PipelineResult:
-    """One model with one calibration method."""
-
-    model: str
-    calibration: str
-    result: MethodResult
-    training_privacy: PrivacyReport | None
-    calibration_privacy: PrivacyReport | None
-    combined: PrivacyReport | None
-
-
-@dataclass
-class DemoResult:
-    config: DemoConfig
-    data_name: str
-    n_train: int
-    n_calibration: int
-    n_test: int
-    classes: list[str]
-    models: list[TrainedModel]
-    accuracy: dict[str, float]
-    ece: dict[str, float | None]
-    pipelines: list[PipelineResult]
-    notes: list[str]
-    elapsed_s: float
-    examples: list[dict] = field(default_factory=list)
-    pool_images: np.ndarray | None = None
-    pool_labels: np.ndarray | None = None
-    class_table: list[dict] = field(default_factory=list)  # per-class: marginal vs Mondrian
 
 
 # ---------------------------------------------------------------------------------- data
@@ -200,14 +145,6 @@ def _sizes(config: DemoConfig, n_total: int) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------ metrics
-def _ece(probs: np.ndarray, labels: np.ndarray) -> float | None:
-    try:
-        from dpuq.metrics.calibration import expected_calibration_error
-    except ImportError:
-        return None
-    return float(expected_calibration_error(probs, labels))
-
-
 def _calibration_report(n: int, epsilon: float, level: float | None, m) -> PrivacyReport:
     return PrivacyReport(
         mechanism="private split-conformal threshold (exponential mechanism over binned "
@@ -331,8 +268,7 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
     ]
     accuracy, ece, pipelines = {}, {}, []
     for model in progress(models, "calibrating each model", disable=not show_progress):
-        accuracy[model.name] = float(np.mean(model.probs.argmax(axis=1) == labels))
-        ece[model.name] = _ece(model.probs, labels)
+        accuracy[model.name], ece[model.name] = model_accuracy(model.probs, labels)
         pool = ScorePool.from_probs(model.probs, labels)
         results = compare_methods(
             pool,
@@ -432,157 +368,6 @@ def _pick_examples(result: DemoResult, splits, rng, n: int = 8) -> list[dict]:
             row["sets"].append((p.model, members))
         examples.append(row)
     return examples
-
-
-# ------------------------------------------------------------------------------ output
-def _fmt(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
-
-
-def _privacy_cell(p: PipelineResult) -> str:
-    train = (
-        "∞ (not private)"
-        if p.training_privacy is None
-        else f"({p.training_privacy.epsilon:.3g}, {p.training_privacy.delta:.0e})"
-    )
-    cal = "∞" if p.calibration_privacy is None else f"{p.calibration_privacy.epsilon:g}"
-    total = (
-        "∞ (not private)"
-        if p.combined is None
-        else f"({p.combined.epsilon:.3g}, {p.combined.delta:.0e})"
-    )
-    return train, cal, total
-
-
-TABLE_HEADER = [
-    "model",
-    "calibration",
-    "accuracy",
-    "ECE",
-    "coverage mean [5%, 95%]",
-    "mean set size",
-    "singletons",
-    "training (ε, δ)",
-    "calibration ε",
-    "whole pipeline (ε, δ)",
-]
-
-
-def table_rows(result: DemoResult) -> list[list[str]]:
-    rows = []
-    for p in result.pipelines:
-        s = p.result.metrics.summary()
-        train, cal, total = _privacy_cell(p)
-        rows.append(
-            [
-                p.model,
-                p.calibration,
-                _fmt(result.accuracy[p.model]),
-                _fmt(result.ece[p.model], 4),
-                f"{s['coverage_mean']:.3f} [{s['coverage_p5']:.3f}, {s['coverage_p95']:.3f}]",
-                f"{s['size_mean']:.2f}",
-                f"{s['singleton_share']:.2f}",
-                train,
-                cal,
-                total,
-            ]
-        )
-    return rows
-
-
-def privacy_text(result: DemoResult) -> list[str]:
-    """Plain-language privacy statements for the terminal and the report."""
-    c = result.config
-    lines = []
-    private_models = [m for m in result.models if m.privacy is not None]
-    for m in private_models:
-        p = m.privacy
-        t_report = m.info.get("temperature_privacy")
-        if t_report is not None:
-            lines.append(
-                f"Temperature scaling ({m.name}): T = {m.info['temperature']:.3g} released "
-                f"with ε = {t_report.epsilon:g} (pure, δ = 0) for the "
-                f"{t_report.details['n (public)']} held-out people (not trained on, not "
-                "calibration people) by the exponential mechanism; neighbouring relation: "
-                f"{t_report.neighbouring}."
-            )
-            continue
-        accountant = p.details.get("accountant", p.mechanism)
-        lines.append(
-            f"Training ({m.name}): ({p.epsilon:.3g}, {p.delta:.0e})-differentially private for "
-            f"the {result.n_train} training people, neighbouring relation: {p.neighbouring} "
-            f"(target ({c.train_epsilon:g}, {c.train_delta:.0e}); accountant: {accountant})."
-        )
-    same = (
-        " (the training ε: it costs nothing extra, see below)"
-        if (private_models and c.epsilon == c.train_epsilon)
-        else ""
-    )
-    lines.append(
-        f"Calibration: the private threshold is ε = {c.epsilon:g}{same}-differentially private "
-        f"(pure, δ = 0) for the {result.n_calibration} calibration people, neighbouring "
-        "relation: one person's record replaced by another's, n public."
-    )
-    if private_models:
-        combined = [
-            p.combined
-            for p in result.pipelines
-            if p.combined is not None and p.calibration.startswith("private")
-        ]
-        whole = max(combined, key=lambda r: (r.epsilon, r.delta)) if combined else None
-        parts = (
-            "training, temperature scaling or calibration"
-            if any("temperature_privacy" in m.info for m in private_models)
-            else "training or calibration"
-        )
-        e_train = max(
-            (m.privacy.epsilon for m in private_models if "temperature_privacy" not in m.info),
-            default=0.0,
-        )
-        e_temp = max(
-            (m.info["temperature_privacy"].epsilon for m in private_models
-             if "temperature_privacy" in m.info),
-            default=0.0,
-        )  # fmt: skip
-        if whole is not None:
-            lines.append(
-                f"Whole pipeline (private model + private threshold): ({whole.epsilon:.3g}, "
-                f"{whole.delta:.0e})-differentially private under one neighbouring relation, "
-                f"{whole.relation.value} (one person's record replaced by another's; part sizes "
-                f"public). People are assigned to {parts} at random, before and independently "
-                "of their data, and each record is used in one part only, so parallel "
-                "composition applies (dpuq.report.compose_disjoint): the other parts' outputs "
-                "depend on that record only through released values, and each person is "
-                "protected by the guarantee of their own part, the largest being "
-                f"max(ε) = {whole.epsilon:.3g}. Had the same people been used for all parts, "
-                "sequential composition would add the ε instead: "
-                f"{e_train + e_temp + c.epsilon:.3g}."
-            )
-    lines.append(
-        "A non-private model or threshold gives its people no guarantee (ε = ∞), whatever "
-        "the other part does. The test people are only used to measure; in use they are "
-        "new patients whose data are not released. The demo repeats the calibration on "
-        f"{c.n_splits} random splits to measure its behaviour: a deployment releases one."
-    )
-    return lines
-
-
-def format_demo(result: DemoResult) -> str:
-    """The terminal summary."""
-    c = result.config
-    lines = [
-        f"dpuq demo: {result.data_name}",
-        f"{result.n_train} training, {result.n_calibration} calibration and {result.n_test} "
-        f"test people; {c.n_splits} random calibration/test splits; target coverage "
-        f"{1 - c.alpha:.2f} (α = {c.alpha:g})",
-        "",
-        text_table(TABLE_HEADER, table_rows(result)),
-        "",
-        "Privacy:",
-        *(f"- {t}" for t in privacy_text(result)),
-    ]
-    lines += [f"note: {n}" for n in result.notes]
-    return "\n".join(lines)
 
 
 def write_report(

@@ -9,6 +9,7 @@ import numpy as np
 
 from dpuq._progress import progress
 from dpuq.experiments.common import markdown_table, write_results
+from dpuq.experiments.demo_results import TABLE_HEADER, format_demo, privacy_text, table_rows
 from dpuq.experiments.output import atomic_output_dir
 from dpuq.experiments.plots import COLOURS, grid_histograms, new_figure, save
 from dpuq.experiments.report_html import Example, ReportPage, figure_png, image_png, render_page
@@ -272,8 +273,6 @@ def _class_details(result) -> list[tuple[str, str]]:
 
 def write(result, out: str | Path, command: str, show_progress: bool = False) -> Path:
     """Write the report folder atomically; return the path of ``report.html``."""
-    from dpuq.experiments.demo import TABLE_HEADER, format_demo, privacy_text, table_rows
-
     steps = progress(range(4), "report figures", disable=not show_progress)
     next(steps)
     figures = [

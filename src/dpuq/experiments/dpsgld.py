@@ -35,7 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -87,18 +87,14 @@ FULL = Setting(
     n_average=20,
 )
 
-QUICK = Setting(
+QUICK = replace(
+    FULL,
     dataset="digits",
     n_train=1_000,
-    n_heldout=400,
-    n_test=None,  # the remaining 397
-    epochs=3,
+    n_heldout=400,  # n_test None: the remaining 397
     batch_size=64,
     epsilon=2.0,
-    delta=1e-5,
     temperature_epsilon=1.0,
-    calibration_epsilon=1.0,
-    alpha=0.1,
     seeds=(0,),
     learning_rates=(1.0,),
     decay_initial=1.0,
@@ -170,7 +166,7 @@ def _log_probs(model, x: np.ndarray, batch: int = 2048) -> np.ndarray:
 
 
 def _metrics(log_probs: np.ndarray, y: np.ndarray, setting: Setting, seed: int) -> dict:
-    from dpuq import calibrate
+    from dpuq.conformal.calibration import calibrate
 
     p = np.exp(log_probs)
     p /= p.sum(axis=1, keepdims=True)

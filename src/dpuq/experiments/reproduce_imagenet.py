@@ -23,18 +23,17 @@ import numpy as np
 
 from dpuq._validation import check_labels, check_probabilities
 from dpuq.experiments.common import (
-    METHOD_HEADER,
     Method,
     MethodResult,
     compare_methods,
-    markdown_table,
-    method_rows,
-    text_table,
+    method_arrays,
+    method_histograms,
+    method_table,
     write_results,
 )
 from dpuq.experiments.evaluation import ScorePool
 from dpuq.experiments.output import atomic_output_dir
-from dpuq.experiments.plots import coverage_size_histograms, save
+from dpuq.experiments.plots import save
 from dpuq.experiments.synthetic_logits import softmax, synthetic_imagenet_logits
 
 __all__ = ["ImagenetConfig", "ImagenetResult", "load_outputs", "run_imagenet"]
@@ -188,7 +187,7 @@ def format_result(result: ImagenetResult) -> str:
             f"top-1 accuracy {result.accuracy:.3f}; n = {c.n_calibration} calibration, "
             f"{c.n_test} test, {c.n_splits} splits, α = {c.alpha:g}",
             "",
-            text_table(METHOD_HEADER, method_rows(result.results)),
+            method_table(result.results),
         ]
     )
 
@@ -204,14 +203,13 @@ def write_imagenet(result: ImagenetResult, out: str | Path, command: str) -> Pat
     )
     title = f"Figure {figure_no}: coverage and set size for different values of " + what
     with atomic_output_dir(out) as tmp:
-        fig = coverage_size_histograms(
-            [(r.method.label, r.metrics.coverage, r.metrics.mean_size) for r in result.results],
+        fig = method_histograms(
+            result.results,
             c.alpha,
             f"{title}\n{result.source}; n = {c.n_calibration}, {c.n_splits} splits",
         )
         name = f"figure{figure_no}_{c.experiment}.png"
         save(fig, tmp / name)
-        rows = method_rows(result.results)
         body = "\n".join(
             [
                 f"Model outputs: {result.source}; top-1 accuracy {result.accuracy:.3f}.",
@@ -219,7 +217,7 @@ def write_imagenet(result: ImagenetResult, out: str | Path, command: str) -> Pat
                 f"{c.n_splits} random splits, α = {c.alpha:g}, LAC scores. Every method uses "
                 "the same splits.",
                 "",
-                markdown_table(METHOD_HEADER, rows),
+                method_table(result.results, markdown=True),
                 "",
                 f"![{title}]({name})",
                 "",
@@ -239,11 +237,7 @@ def write_imagenet(result: ImagenetResult, out: str | Path, command: str) -> Pat
                 "accuracy": result.accuracy,
                 "methods": [r.row() for r in result.results],
             },
-            arrays={
-                f"{i}_{k}": getattr(r.metrics, k)
-                for i, r in enumerate(result.results)
-                for k in ("coverage", "mean_size", "thresholds")
-            },
+            arrays=method_arrays(result.results),
         )
     return Path(out)
 

@@ -38,18 +38,18 @@ import numpy as np
 from dpuq._progress import progress
 from dpuq._validation import check_labels
 from dpuq.experiments.common import (
-    METHOD_HEADER,
     Method,
     MethodResult,
     compare_methods,
     markdown_table,
-    method_rows,
-    text_table,
+    method_arrays,
+    method_histograms,
+    method_table,
     write_results,
 )
 from dpuq.experiments.evaluation import ScorePool, SplitMetrics, random_splits
 from dpuq.experiments.output import atomic_output_dir
-from dpuq.experiments.plots import coverage_size_histograms, save
+from dpuq.experiments.plots import save
 
 __all__ = ["MedicalConfig", "MedicalResult", "load_rotterdam", "run_medical"]
 
@@ -307,7 +307,7 @@ def format_result(result: MedicalResult) -> str:
             f"model accuracy {result.accuracy:.3f}; n = {c.n_calibration}, "
             f"{c.n_test} evaluation, {c.n_splits} splits over {c.n_models} models, α = {c.alpha:g}",
             "",
-            text_table(METHOD_HEADER, method_rows(result.results)),
+            method_table(result.results),
         ]
     )
 
@@ -315,8 +315,8 @@ def format_result(result: MedicalResult) -> str:
 def write_medical(result: MedicalResult, out: str | Path, command: str) -> Path:
     c = result.config
     with atomic_output_dir(out) as tmp:
-        fig = coverage_size_histograms(
-            [(r.method.label, r.metrics.coverage, r.metrics.mean_size) for r in result.results],
+        fig = method_histograms(
+            result.results,
             c.alpha,
             f"Figure 7 design: {result.source}\nlogistic regression, n = {c.n_calibration}, "
             f"{c.n_splits} splits",
@@ -346,7 +346,7 @@ def write_medical(result: MedicalResult, out: str | Path, command: str) -> Path:
                 f"{c.n_splits} random splits, α = {c.alpha:g}, calibration ε = {c.epsilon:g} "
                 "(the paper does not state its ε for this figure).",
                 "",
-                markdown_table(METHOD_HEADER, method_rows(result.results)),
+                method_table(result.results, markdown=True),
                 "",
                 f"Median coverage of the private sets: {np.median(private.coverage):.3f} "
                 "(the paper's CoronaHack run: 0.904). Share of private sets by size: "
@@ -379,10 +379,6 @@ def write_medical(result: MedicalResult, out: str | Path, command: str) -> Path:
                 "methods": [r.row() for r in result.results],
                 "examples": result.examples,
             },
-            arrays={
-                f"{i}_{k}": getattr(r.metrics, k)
-                for i, r in enumerate(result.results)
-                for k in ("coverage", "mean_size", "thresholds")
-            },
+            arrays=method_arrays(result.results),
         )
     return Path(out)

@@ -29,6 +29,7 @@ from dpuq.experiments.common import (
     compare_methods,
     markdown_table,
     method_rows,
+    model_accuracy,
     text_table,
     write_results,
 )
@@ -163,8 +164,6 @@ def run_quadrants(
     config: QuadrantsConfig, *, cache_dir: str | Path = ".dpuq-cache", show_progress: bool = True
 ) -> QuadrantsResult:
     """Train (or load from the cache) the three models, then calibrate on many splits."""
-    from dpuq.experiments.demo import _ece
-
     start = time.perf_counter()
     x_train, y_train, x_pool, y_pool, name = _data(config)
     if config.n_calibration >= y_pool.size:
@@ -197,8 +196,7 @@ def run_quadrants(
     ]  # fmt: skip
     rows, accuracy, ece = [], {}, {}
     for model in models:
-        accuracy[model.name] = float(np.mean(model.probs.argmax(axis=1) == y_pool))
-        ece[model.name] = _ece(model.probs, y_pool)
+        accuracy[model.name], ece[model.name] = model_accuracy(model.probs, y_pool)
         pool = ScorePool.from_probs(model.probs, y_pool)
         results = compare_methods(
             pool,

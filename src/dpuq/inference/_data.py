@@ -15,7 +15,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from dpuq._validation import check_array_1d, check_epsilon, check_magnitude, check_positive_int
-from dpuq.scale import is_dask_collection
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "REPLACE_ONE_DATA",
@@ -24,6 +24,7 @@ __all__ = [
     "UninformativeIntervalWarning",
     "check_bounds",
     "check_data",
+    "check_outside",
     "parse_statistic",
     "resolve_n_subsets",
 ]
@@ -61,6 +62,25 @@ def check_bounds(bounds) -> tuple[float, float]:
     return a, b
 
 
+def check_outside(outside: bool, name: str, bounds, clip: bool, stacklevel: int = 2) -> None:
+    """Refuse data outside the public ``bounds``, or (``clip``) warn that they were clipped.
+
+    No count and no extremes in the message: they are data-dependent and not released.
+    """
+    a, b = bounds
+    if outside and not clip:
+        raise ValueError(
+            f"{name}: values lie outside bounds [{a:g}, {b:g}]; widen the public bounds or "
+            "pass clip=True to clip them"
+        )
+    if outside:
+        warnings.warn(
+            f"{name}: values were clipped to the public bounds [{a:g}, {b:g}]",
+            ClippingWarning,
+            stacklevel=stacklevel,
+        )
+
+
 def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.ndarray, int]:
     """Return ``(x, n_clipped)``: finite 1-d data inside the public ``bounds``.
 
@@ -79,17 +99,8 @@ def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.nd
     arr = check_array_1d(x, name)
     a, b = check_bounds(bounds)
     outside = int(np.count_nonzero((arr < a) | (arr > b)))
-    if outside and not clip:
-        raise ValueError(  # no count, no extremes: they are data-dependent and not released
-            f"{name}: values lie outside bounds [{a:g}, {b:g}]; widen the public bounds or "
-            "pass clip=True to clip them"
-        )
+    check_outside(outside, name, (a, b), clip, stacklevel=4)
     if outside:
-        warnings.warn(
-            f"{name}: values were clipped to the public bounds [{a:g}, {b:g}]",
-            ClippingWarning,
-            stacklevel=3,
-        )
         arr = np.clip(arr, a, b)
     return arr, outside
 

@@ -21,12 +21,22 @@ Labels are binary, ``0`` or ``1`` (``bool`` and floats equal to 0 or 1 are accep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dpuq._validation import as_real_array, check_positive_int, to_ndarray
+from dpuq._validation import as_real_array, check_positive_int
+from dpuq.learning.concept_base import (
+    ConceptClass,
+    _check_feature_index,
+    _check_features,
+    _check_grid,
+    _counts_at_or_below,
+    _threshold_errors_above,
+    check_binary_labels,
+)
+from dpuq.learning.finite_concepts import ConceptList, TabulatedConcepts
 
 __all__ = [
     "ConceptClass",
@@ -38,149 +48,6 @@ __all__ = [
     "as_concept_class",
     "check_binary_labels",
 ]
-
-
-# ---------------------------------------------------------------------------------------------
-# validation
-# ---------------------------------------------------------------------------------------------
-
-
-def check_binary_labels(y, n_samples: int | None = None, name: str = "y") -> np.ndarray:
-    """Return labels as an int64 array of 0s and 1s; anything else is a ``ValueError``.
-
-    Examples
-    --------
-    >>> check_binary_labels([True, False, 1.0]).tolist()
-    [1, 0, 1]
-    """
-    arr = to_ndarray(y, name)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
-    if n_samples is not None and arr.shape[0] != n_samples:
-        raise ValueError(f"X has {n_samples} samples but {name} has {arr.shape[0]} labels")
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty")
-    if arr.dtype.kind not in "biuf":  # bool is accepted here: True is the label 1
-        raise TypeError(f"{name} must hold binary labels 0/1, got dtype {arr.dtype}")
-    bad = ~((arr == 0) | (arr == 1))
-    if bad.any():
-        shown = np.unique(arr[bad])[:5].tolist()
-        raise ValueError(
-            f"{name} must hold binary labels 0/1 (this concept class is binary); "
-            f"{int(bad.sum())} label(s) are not, e.g. {shown}"
-        )
-    return arr.astype(np.int64)
-
-
-def _check_features(X, name: str = "X") -> np.ndarray:
-    arr = as_real_array(X, name)
-    if arr.ndim == 1:
-        arr = arr[:, None]
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-dimensional (n_samples, n_features), got {arr.shape}")
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty")
-    bad = int(np.count_nonzero(~np.isfinite(arr)))
-    if bad:
-        raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")  # no count: data
-    return arr
-
-
-def _check_grid(grid, name: str) -> np.ndarray:
-    g = as_real_array(grid, name)
-    if g.ndim != 1:
-        raise ValueError(f"{name} must be 1-dimensional, got shape {g.shape}")
-    if g.size == 0:
-        raise ValueError(f"{name} is empty: the concept class would be empty")
-    if not np.all(np.isfinite(g)):
-        raise ValueError(f"{name} has non-finite values")
-    if g.size > 1 and not np.all(np.diff(g) > 0):
-        raise ValueError(f"{name} must be strictly increasing (sorted, no repeats)")
-    return g
-
-
-def _check_feature_index(feature, name: str = "feature") -> int:
-    return check_positive_int(feature, name, minimum=0)
-
-
-# ---------------------------------------------------------------------------------------------
-# the interface
-# ---------------------------------------------------------------------------------------------
-
-
-class ConceptClass:
-    """A finite public set of binary classifiers, indexed ``0 .. n_concepts - 1``.
-
-    Subclasses implement ``n_concepts``, ``_check_X``, ``_error_counts``, ``_predict`` and
-    ``describe``. The class holds only public parameters (grids, callables), never data.
-    """
-
-    @property
-    def n_concepts(self) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def __len__(self) -> int:
-        return self.n_concepts
-
-    def _check_X(self, X) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _error_counts(self, X, y: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _predict(self, index: int, X) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def describe(self, index: int) -> dict[str, Any]:  # pragma: no cover - abstract
-        """The parameters of concept ``index`` as a dict of plain Python values."""
-        raise NotImplementedError
-
-    def check_data(self, X, y) -> tuple[Any, np.ndarray]:
-        """Validate features and binary labels together; returns ``(X, y)``."""
-        Xc = self._check_X(X)
-        return Xc, check_binary_labels(y, _n_rows(Xc))
-
-    def error_counts(self, X, y) -> np.ndarray:
-        """``#{i : c(x_i) != y_i}`` for every concept, shape ``(n_concepts,)``, int64."""
-        Xc, yc = self.check_data(X, y)
-        return self._error_counts(Xc, yc)
-
-    def empirical_errors(self, X, y) -> np.ndarray:
-        """Empirical errors ``L_X(c)`` in [0, 1] for every concept."""
-        Xc, yc = self.check_data(X, y)
-        return self._error_counts(Xc, yc) / yc.size
-
-    def _index(self, index) -> int:
-        i = check_positive_int(index, "index", minimum=0)
-        if i >= self.n_concepts:
-            raise ValueError(f"index must be < n_concepts = {self.n_concepts}, got {i}")
-        return i
-
-    def predict(self, index: int, X) -> np.ndarray:
-        """Labels (0/1, int64) that concept ``index`` gives to the rows of ``X``."""
-        return self._predict(self._index(index), self._check_X(X))
-
-
-def _n_rows(X) -> int:
-    return int(X.shape[0]) if hasattr(X, "shape") else len(X)
-
-
-def _counts_at_or_below(cells: np.ndarray, y: np.ndarray, n_cells: int):
-    """Totals and positives per cell (``cells`` is ``(n,)`` or ``(n, d)``, same rows as y)."""
-    total = np.bincount(cells.ravel(), minlength=n_cells)
-    positive = np.bincount(cells[y == 1].ravel(), minlength=n_cells)
-    return total, positive
-
-
-def _threshold_errors_above(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Errors of ``1{x > t}`` for every ``t`` in grid (one feature)."""
-    cells = np.searchsorted(grid, x, side="left")  # x <= grid[j]  <=>  cell <= j
-    total, positive = _counts_at_or_below(cells, y, grid.size + 1)
-    le_total = np.cumsum(total)[:-1]
-    le_pos = np.cumsum(positive)[:-1]
-    n_neg = y.size - int(positive.sum())
-    # positives at or below t are missed; negatives above t are false alarms
-    return le_pos + (n_neg - (le_total - le_pos))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -447,143 +314,6 @@ class Intervals(ConceptClass):
 
     def __repr__(self) -> str:
         return f"Intervals(T={self.grid.size}, feature={self.feature})"
-
-
-# ---------------------------------------------------------------------------------------------
-# user-supplied finite classes
-# ---------------------------------------------------------------------------------------------
-
-
-class ConceptList(ConceptClass):
-    """Any finite list of user-supplied concepts (callables ``X -> labels in {0, 1}``).
-
-    Each callable receives ``X`` as given and must return ``n`` labels 0/1. The callables are
-    evaluated once each per call (a loop over concepts is unavoidable here); for large classes
-    prefer a built-in class or :class:`TabulatedConcepts`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> c = ConceptList([lambda X: np.zeros(len(X)), lambda X: np.asarray(X)[:, 0] > 0])
-    >>> c.error_counts(np.array([[-1.0], [2.0]]), [0, 1]).tolist()
-    [1, 0]
-    """
-
-    def __init__(self, concepts: Sequence[Callable]) -> None:
-        items = list(concepts)
-        if not items:
-            raise ValueError("concepts is empty: a concept class needs at least one concept")
-        bad = [i for i, c in enumerate(items) if not callable(c)]
-        if bad:
-            raise TypeError(f"concepts must be callables; entries {bad[:5]} are not")
-        self.concepts = items
-
-    @property
-    def n_concepts(self) -> int:
-        return len(self.concepts)
-
-    def _check_X(self, X):
-        if not hasattr(X, "__len__"):
-            raise ValueError("X must be a sequence or array of samples")
-        if len(X) == 0:
-            raise ValueError("X is empty")
-        return X
-
-    def _labels(self, index: int, X) -> np.ndarray:
-        out = np.asarray(self.concepts[index](X))
-        n = _n_rows(X)
-        if out.shape != (n,):
-            raise ValueError(f"concept {index} returned shape {out.shape}, expected ({n},)")
-        return check_binary_labels(out, n, name=f"labels from concept {index}")
-
-    def _error_counts(self, X, y: np.ndarray) -> np.ndarray:
-        return np.array(
-            [np.count_nonzero(self._labels(i, X) != y) for i in range(self.n_concepts)],
-            dtype=np.int64,
-        )
-
-    _predict = _labels
-
-    def describe(self, index: int) -> dict[str, Any]:
-        i = self._index(index)
-        fn = self.concepts[i]
-        return {"concept": "user", "index": i, "name": getattr(fn, "__name__", repr(fn))}
-
-    def __repr__(self) -> str:
-        return f"ConceptList(n_concepts={self.n_concepts})"
-
-
-class TabulatedConcepts(ConceptClass):
-    """Concepts given by their labels on every point of a finite public domain.
-
-    ``predictions[c, v]`` is the label (0/1) that concept ``c`` gives to domain point ``v``;
-    samples are domain indices ``X[i]`` in ``0 .. n_domain - 1``. This is the lecture notes'
-    finite data universe. Errors of all concepts at once: ``P @ (neg - pos) + n_pos`` with
-    per-point label counts, ``O(n + |C| · n_domain)``.
-
-    A matrix of predictions on the training points themselves fits this too: use
-    ``X = np.arange(n)``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> c = TabulatedConcepts(np.array([[0, 0, 1], [0, 1, 1]]))
-    >>> c.error_counts([0, 1, 2, 2], [0, 1, 1, 1]).tolist()
-    [1, 0]
-    """
-
-    def __init__(self, predictions) -> None:
-        p = np.asarray(predictions)
-        if p.ndim != 2:
-            raise ValueError(
-                f"predictions must be 2-dimensional (n_concepts, n_domain), got {p.shape}"
-            )
-        if p.shape[0] == 0:
-            raise ValueError("predictions has no rows: a concept class needs at least one concept")
-        if p.shape[1] == 0:
-            raise ValueError("predictions has no columns: the domain is empty")
-        if p.dtype.kind not in "biuf" or not np.all((p == 0) | (p == 1)):
-            raise ValueError("predictions must hold binary labels 0/1")
-        self.predictions = p.astype(np.int8)
-
-    @property
-    def n_concepts(self) -> int:
-        return int(self.predictions.shape[0])
-
-    def _check_X(self, X) -> np.ndarray:
-        arr = np.asarray(X)
-        if arr.ndim == 2 and arr.shape[1] == 1:
-            arr = arr[:, 0]
-        if arr.ndim != 1:
-            raise ValueError(f"X must be a 1-d array of domain indices, got shape {arr.shape}")
-        if arr.size == 0:
-            raise ValueError("X is empty")
-        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        if arr.dtype.kind not in "iu":
-            raise ValueError(f"X must hold integer domain indices, got dtype {arr.dtype}")
-        d = self.predictions.shape[1]
-        bad = int(np.count_nonzero((arr < 0) | (arr >= d)))
-        if bad:
-            raise ValueError(f"X has index(es) outside the domain 0..{d - 1}")
-        return arr.astype(np.intp)
-
-    def _error_counts(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        d = self.predictions.shape[1]
-        pos = np.bincount(x[y == 1], minlength=d)
-        neg = np.bincount(x[y == 0], minlength=d)
-        diff = (neg - pos).astype(np.float64)  # exact: counts are far below 2**53
-        return np.rint(self.predictions @ diff).astype(np.int64) + int(pos.sum())
-
-    def _predict(self, index: int, x: np.ndarray) -> np.ndarray:
-        return self.predictions[index, x].astype(np.int64)
-
-    def describe(self, index: int) -> dict[str, Any]:
-        return {"concept": "tabulated", "index": self._index(index)}
-
-    def __repr__(self) -> str:
-        n, d = self.predictions.shape
-        return f"TabulatedConcepts(n_concepts={n}, n_domain={d})"
 
 
 def as_concept_class(concepts) -> ConceptClass:

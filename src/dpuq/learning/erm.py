@@ -36,7 +36,7 @@ from dpuq.mechanisms.exponential import (
 )
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
-from dpuq.scale import is_dask_collection
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateERMClassifier", "pac_sample_complexity"]
 

@@ -12,9 +12,8 @@ Importing :mod:`dpuq` or this package never imports Dask; the Dask back end
 
 from __future__ import annotations
 
-import sys
-
 from dpuq.scale.counts import ChunkedScores, ScoreSummary, merge_summaries, summarize_chunk
+from dpuq.scale.sources import as_score_source, is_dask_collection
 
 __all__ = [
     "ChunkedScores",
@@ -27,39 +26,9 @@ __all__ = [
 ]
 
 
-def is_dask_collection(x) -> bool:
-    """True for a Dask array, Series, DataFrame or delayed object (without importing Dask).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> is_dask_collection(np.zeros(3))
-    False
-    """
-    if "dask" not in sys.modules:  # nothing can be a Dask collection before Dask is imported
-        return False
-    from dask.base import is_dask_collection as _is
-
-    return bool(_is(x))
-
-
-def as_score_source(scores, name: str = "scores"):
-    """``scores`` as a chunk-wise source (Dask or :class:`ChunkedScores`), or None for
-    in-memory array-likes (which the caller validates as usual)."""
-    from dpuq.scale.counts import _ScoreSource
-
-    if isinstance(scores, _ScoreSource):
-        return scores
-    if is_dask_collection(scores):
-        from dpuq.scale._dask import DaskScores
-
-        return DaskScores(scores, name)
-    return None
-
-
 def score_partitions(model, X, y, *, score: str | None = None, **score_params):
     """Calibration scores mapped over the row blocks of Dask ``X`` and ``y``; see
-    :func:`dpuq.scale._dask.score_partitions`."""
-    from dpuq.scale._dask import score_partitions as _score_partitions
+    :func:`dpuq.scale.partitions.score_partitions`."""
+    from dpuq.scale.partitions import score_partitions as _score_partitions
 
     return _score_partitions(model, X, y, score=score, **score_params)

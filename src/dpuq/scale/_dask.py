@@ -29,7 +29,15 @@ from dpuq.scale.counts import (
     summarize_chunk,
 )
 
-__all__ = ["DaskScores", "dask_error_counts", "score_partitions", "to_dask_array", "tree_reduce"]
+__all__ = [
+    "DaskScores",
+    "classifier_scores",
+    "dask_error_counts",
+    "map_scores",
+    "regressor_scores",
+    "to_dask_array",
+    "tree_reduce",
+]
 
 #: Fan-in of the tree reductions: partial results merged at most this many at a time.
 FAN_IN = 16
@@ -125,60 +133,34 @@ def _aligned(X, y, name_x: str, name_y: str):
     return Xa, ya
 
 
-def score_partitions(model, X, y, *, score: str | None = None, **score_params):
-    """Calibration scores computed where the data are: a lazy 1-d Dask array.
+def classifier_scores(est, X, y):
+    """Scores of a :class:`~dpuq.conformal.PrivateConformalClassifier` on Dask ``X``, ``y``
+    (lazy, one task per row block); see :func:`dpuq.scale.partitions.score_partitions`."""
+    randomized = (est.score_params or {}).get("randomized", est.score in ("aps", "raps"))
+    if randomized:  # APS/RAPS are randomized by default for private use
+        raise ValueError(
+            "randomized scores draw noise per point; they are not supported on Dask input "
+            "(APS/RAPS are randomized by default: pass score_params={'randomized': False} "
+            "to use the deterministic score, or use score='lac')"
+        )
+    if not hasattr(est, "classes_"):
+        est._set_classes()
+    if not hasattr(est, "classes_"):
+        raise ValueError(
+            "the classes are unknown: call fit(X, y) first or use an estimator with classes_"
+        )
+    return map_scores(_classification_block(est), X, y)
 
-    The model runs on every row block of ``X`` (``map_blocks``) on the workers; the scores
-    never gather on the client. Pass the result to :func:`dpuq.calibrate`, or call the
-    estimators' ``conformalize`` with Dask input, which does both.
 
-    Parameters
-    ----------
-    model : PrivateConformalClassifier, PrivateConformalRegressor, or a classifier
-        A dpuq conformal estimator scores with its own settings (score, bound, ...). Any other
-        object is taken as a classifier with ``predict_proba`` (or a callable returning class
-        probabilities) scored with ``score`` (default ``"lac"``) and ``score_params``; its
-        ``classes_`` (or ``0..K-1``) must index the labels.
-    X : Dask array (n, d) or Dask DataFrame
-    y : Dask array (n,) or Dask Series
-    score : str, optional
-        Only for a plain classifier: ``"lac"``, ``"aps"`` or ``"raps"``.
+def regressor_scores(est, X, y):
+    """Scores of a :class:`~dpuq.conformal.PrivateConformalRegressor` on Dask ``X``, ``y``."""
+    _, _, bound = est._check_params()
+    return map_scores(_regression_block(est, bound), X, y)
 
-    Returns
-    -------
-    dask.array.Array of shape (n,)
-    """
-    from dpuq.conformal.classifier import PrivateConformalClassifier
-    from dpuq.conformal.regressor import PrivateConformalRegressor
 
-    if isinstance(model, PrivateConformalRegressor):
-        if score is not None or score_params:
-            raise ValueError("a PrivateConformalRegressor scores with its own score and bound")
-        _, _, bound = model._check_params()
-        block_fn = _regression_block(model, bound)
-    else:
-        if isinstance(model, PrivateConformalClassifier):
-            if score is not None or score_params:
-                raise ValueError("a PrivateConformalClassifier scores with its own settings")
-            est = model
-        else:
-            est = PrivateConformalClassifier(
-                model, epsilon=1.0, score=score or "lac", score_params=score_params or None
-            )
-        randomized = (est.score_params or {}).get("randomized", est.score in ("aps", "raps"))
-        if randomized:  # APS/RAPS are randomized by default for private use
-            raise ValueError(
-                "randomized scores draw noise per point; they are not supported on Dask input "
-                "(APS/RAPS are randomized by default: pass score_params={'randomized': False} "
-                "to use the deterministic score, or use score='lac')"
-            )
-        if not hasattr(est, "classes_"):
-            est._set_classes()
-        if not hasattr(est, "classes_"):
-            raise ValueError(
-                "the classes are unknown: call fit(X, y) first or use an estimator with classes_"
-            )
-        block_fn = _classification_block(est)
+def map_scores(block_fn, X, y):
+    """``block_fn(x_block, y_block)`` over the aligned row blocks of ``X`` and ``y``: a lazy
+    1-d Dask array of scores (never gathered on the client)."""
     Xa, ya = _aligned(X, y, "X", "y")
     # y as an (n, 1) column so that its blocks pair with X's row blocks
     return da.map_blocks(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 
 import numpy as np
 
@@ -35,7 +34,7 @@ from dpuq.inference._blocks import (
     tile_moments,
     tiles,
 )
-from dpuq.inference._data import ClippingWarning, check_bounds
+from dpuq.inference._data import check_bounds, check_outside
 from dpuq.inference._resampling import MAX_WEIGHT_DRAWS
 from dpuq.scale._dask import dask, to_dask_array, tree_reduce
 from dpuq.scale.counts import check_numeric_dtype
@@ -93,17 +92,8 @@ class DaskIntervalData:
             raise ValueError(f"{name} is empty")
         if nonfinite:  # no counts or extremes in messages: they depend on the data
             raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")
-        if outside and not clip:
-            raise ValueError(
-                f"{name}: values lie outside bounds [{a:g}, {b:g}]; widen the public bounds or "
-                "pass clip=True to clip them"
-            )
+        check_outside(outside, name, (a, b), clip, stacklevel=5)
         if outside:
-            warnings.warn(
-                f"{name}: values were clipped to the public bounds [{a:g}, {b:g}]",
-                ClippingWarning,
-                stacklevel=4,
-            )
             arr = da_clip(arr, a, b)
         self.array = arr
         self.size = int(n)

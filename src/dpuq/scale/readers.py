@@ -52,16 +52,11 @@ def open_scores(
     >>> src.size, src.summary(None).high
     (11, 1.0)
     """
-    from dpuq.io import READ_SUFFIXES
+    from dpuq.io import check_read_suffix
 
     p = Path(path)
     label = f"{name} {str(p)!r}"
-    suffix = p.suffix.lower()
-    if suffix not in READ_SUFFIXES:
-        raise ValueError(
-            f"{label}: unsupported file type {suffix or '(no suffix)'!r}; "
-            f"use one of {', '.join(READ_SUFFIXES)}"
-        )
+    suffix = check_read_suffix(p, label)
     if not p.is_file():
         raise ValueError(f"{label}: no such file")
     if suffix == ".npy":

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpuq._validation import _as_float
+from dpuq._validation import _as_float, first_nonpositive
 
 __all__ = ["ConstantLR", "PolynomialDecay", "as_schedule", "learning_rates"]
 
@@ -104,9 +104,8 @@ def learning_rates(schedule, n_steps: int) -> np.ndarray:
             raise ValueError
     except (TypeError, ValueError):  # a scalar-only callable: evaluate step by step
         eta = np.array([float(sched(int(t))) for t in steps])
-    bad = np.flatnonzero(~np.isfinite(eta) | (eta <= 0))
-    if bad.size:
-        i = int(bad[0])
+    i = first_nonpositive(eta)
+    if i is not None:
         raise ValueError(
             f"learning_rate schedule must give a finite rate > 0 at every step; it gives "
             f"{eta[i]!r} at step {i} (DP-SGLD's noise multiplier σ_t would be <= 0 or undefined)"

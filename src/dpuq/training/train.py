@@ -1,4 +1,10 @@
-"""One entry point for SGD, DP-SGD and DP-SGLD training of a PyTorch classifier (on Opacus)."""
+"""One entry point for SGD, DP-SGD and DP-SGLD training of a PyTorch classifier (on Opacus).
+
+Length (~470 lines, half of it the docstring of :func:`train_classifier`): the loop itself. Its
+parts live beside it: batches and data checks (:mod:`dpuq.training.batches`), iterate
+averaging (:mod:`dpuq.training.averaging`), the noise plan and the privacy report
+(:mod:`dpuq.training.privacy`).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,22 @@ from dpuq._progress import progress
 from dpuq._validation import _as_float, check_epsilon, check_in_open_unit, check_positive_int
 from dpuq.mechanisms.randomness import mark_seeded
 from dpuq.report import PrivacyReport, Relation
+from dpuq.training.averaging import (
+    AVERAGING,
+    IterateAverage,
+    PosteriorAverage,
+    average_iterates,
+    snapshot_steps,
+)
+from dpuq.training.batches import (
+    as_tensors,
+    batches_private,
+    batches_shuffled,
+    check_label_range,
+    n_outputs,
+    torch_generator,
+)
+from dpuq.training.privacy import plan_noise, private_training_report
 from dpuq.training.schedules import as_schedule, learning_rates
 
 __all__ = [
@@ -30,36 +52,6 @@ __all__ = [
 
 #: Training methods of :func:`train_classifier`.
 METHODS = ("sgd", "dpsgd", "dpsgld")
-
-#: Kinds of iterate averaging of :func:`train_classifier`.
-AVERAGING = ("predictive", "weights")
-
-
-class IterateAverage(nn.Module):
-    """Average of the predictive distributions of late iterates: ``log(mean_k softmax(f_k(x)))``.
-
-    For DP-SGLD this is the posterior average of Langevin samples (Welling and Teh 2011); for
-    SGD and DP-SGD it is an ensemble of snapshots along one run (iterate averaging). Its
-    outputs are log-probabilities, so ``softmax`` of it is the averaged predictive distribution
-    (and cross-entropy / argmax work as on logits). Built by :func:`train_classifier` when
-    ``iterate_averaging > 0``. Privacy: a function of the iterates only, i.e. post-processing
-    of the sequence of iterates that DP-SGD's accounting covers (module docstring of
-    :mod:`dpuq.accounting`): no extra privacy cost.
-    """
-
-    def __init__(self, members: list[nn.Module]) -> None:
-        super().__init__()
-        if not members:
-            raise ValueError("members is empty")
-        self.members = nn.ModuleList(members)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        logp = torch.stack([torch.log_softmax(m(x), dim=1) for m in self.members])
-        return torch.logsumexp(logp, dim=0) - math.log(len(self.members))
-
-
-#: Former name of :class:`IterateAverage` (kept for existing code).
-PosteriorAverage = IterateAverage
 
 
 class TrainingResult(NamedTuple):
@@ -116,235 +108,6 @@ def check_private_model(model: nn.Module) -> None:
             + ". Replace such layers (e.g. BatchNorm by GroupNorm; "
             "opacus.validators.ModuleValidator.fix(model) does it)."
         )
-
-
-def _as_tensors(train_data) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(X, y) arrays or a TensorDataset -> tensors; None for another Dataset."""
-    from torch.utils.data import Dataset, TensorDataset
-
-    if isinstance(train_data, tuple | list) and len(train_data) == 2:
-        x, y = train_data
-        x = torch.as_tensor(np.asarray(x) if not torch.is_tensor(x) else x, dtype=torch.float32)
-        y_arr = y if torch.is_tensor(y) else torch.as_tensor(np.asarray(y))
-        if y_arr.dtype.is_floating_point:
-            if not torch.all(y_arr == torch.round(y_arr)):
-                raise ValueError("train_data: labels must be integer class indices")
-        elif y_arr.dtype == torch.bool or y_arr.dtype.is_complex:
-            raise ValueError(f"train_data: labels must be integers, got dtype {y_arr.dtype}")
-        y_arr = y_arr.long()
-        if y_arr.ndim != 1 or x.shape[0] != y_arr.shape[0]:
-            raise ValueError(
-                f"train_data: need X of shape (n, ...) and y of shape (n,), got {tuple(x.shape)} "
-                f"and {tuple(y_arr.shape)}"
-            )
-        if not torch.isfinite(x).all():
-            raise ValueError("train_data: X has non-finite values (NaN or inf)")
-        return x, y_arr
-    if isinstance(train_data, TensorDataset) and len(train_data.tensors) == 2:
-        return _as_tensors(tuple(train_data.tensors))
-    if isinstance(train_data, Dataset):
-        return None
-    raise TypeError(
-        "train_data must be a pair (X, y) of arrays/tensors or a torch Dataset of (x, y), "
-        f"got {type(train_data).__name__}"
-    )
-
-
-def _n_outputs(model: nn.Module, x1: torch.Tensor) -> int:
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        out = model(x1)
-    model.train(was_training)
-    if out.ndim != 2:
-        raise ValueError(f"model must output logits of shape (batch, n_classes), got {out.shape}")
-    return int(out.shape[1])
-
-
-def _check_label_range(y: torch.Tensor, n_classes: int, where: str = "train_data") -> None:
-    if y.numel() == 0:
-        return
-    if bool(((y < 0) | (y >= n_classes)).any()):  # no counts or values: they are not released
-        raise ValueError(f"{where}: labels outside the model's classes 0..{n_classes - 1}")
-
-
-def _generator(random_state) -> torch.Generator:
-    g = torch.Generator()
-    if random_state is None:
-        g.seed()  # fresh entropy
-    elif isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
-        if int(random_state) < 0:
-            raise ValueError(f"random_state must be a non-negative int, got {random_state}")
-        g.manual_seed(int(random_state))
-    elif isinstance(random_state, np.random.Generator):
-        g.manual_seed(int(random_state.integers(2**63 - 1)))
-    else:
-        raise TypeError(
-            "random_state must be None, a non-negative int or a numpy.random.Generator, "
-            f"got {type(random_state).__name__}"
-        )
-    return g
-
-
-def _batches_private(data, tensors, n, sample_rate, steps, gen):
-    """Poisson-sampled batches (Opacus' sampler): each example enters with prob. p."""
-    from opacus.utils.uniform_sampler import UniformWithReplacementSampler
-
-    if tensors is not None:
-        x, y = tensors
-        sampler = UniformWithReplacementSampler(
-            num_samples=n, sample_rate=sample_rate, generator=gen, steps=steps
-        )
-        for idx in sampler:
-            index = torch.as_tensor(idx, dtype=torch.long)
-            yield x[index], y[index]
-        return
-    from opacus.data_loader import DPDataLoader
-
-    loader = DPDataLoader(data, sample_rate=sample_rate, generator=gen)
-    done = 0
-    while done < steps:
-        for xb, yb in loader:
-            yield xb, yb
-            done += 1
-            if done >= steps:
-                return
-
-
-def _batches_shuffled(data, tensors, n, batch_size, steps, gen):
-    """Non-private mini-batches: reshuffle every epoch, fixed size (last one may be smaller)."""
-    if tensors is not None:
-        x, y = tensors
-        done = 0
-        while True:
-            perm = torch.randperm(n, generator=gen)
-            for start in range(0, n, batch_size):
-                index = perm[start : start + batch_size]
-                yield x[index], y[index]
-                done += 1
-                if done >= steps:
-                    return
-    from torch.utils.data import DataLoader
-
-    loader = DataLoader(data, batch_size=batch_size, shuffle=True, generator=gen)
-    done = 0
-    while True:
-        for xb, yb in loader:
-            yield xb, yb
-            done += 1
-            if done >= steps:
-                return
-
-
-#: Said in every private training report (issue 12: out of scope of dpuq's exact noise).
-FLOATING_POINT_NOTE = (
-    "Out of scope of dpuq's exact-noise guarantee: the Gaussian noise of DP-SGD/DP-SGLD is "
-    "drawn by Opacus with torch's floating-point sampler (secure_mode off), not by an exact "
-    "sampler in dpuq.mechanisms; floating-point attacks on it (Mironov 2012) are not defended "
-    "against. The (ε, δ) above is that of the ideal Gaussian mechanism."
-)
-
-
-def _averaging_note(details: dict[str, Any]) -> str:
-    k = details.get("averaged iterates")
-    if not k:
-        return (
-            "Released: the last iterate. The accounting covers the whole sequence of iterates "
-            "(adaptive composition), so releasing any of them changes nothing."
-        )
-    kind = details.get("averaging")
-    what = "predictive distributions" if kind == "predictive" else "weights"
-    return (
-        f"Released: the average of the {what} of {k} late iterates. The accounting covers the "
-        "whole sequence of iterates (adaptive composition of the steps), so the average is "
-        "post-processing and costs no privacy; the guarantee also holds if every iterate is "
-        "published."
-    )
-
-
-def _private_report(
-    *,
-    method: str,
-    sample_rate: float,
-    sigmas: np.ndarray,
-    delta: float,
-    target_epsilon: float,
-    planned_steps: int,
-    details: dict[str, Any],
-    accountant: str,
-    relation: Relation,
-    seeded: bool,
-) -> PrivacyReport:
-    steps = int(sigmas.size)
-    gdp_how = (
-        "2μ-GDP under replace-one (group privacy of size 2, Dong, Roth, Su 2019) from the "
-        "CLT's μ under add/remove-one"
-        if relation is Relation.REPLACE_ONE
-        else "μ-GDP under add/remove-one by the CLT"
-    )
-    notes = [
-        f"All figures are under {relation.value} neighbours. The GDP figure (central limit "
-        f"theorem, the seed paper's accountant; {gdp_how}) is an approximation that can "
-        "understate ε; the primary figure is "
-        + {"pld": "the PLD accountant's upper bound.", "rdp": "the RDP accountant's bound."}.get(
-            accountant, "GDP (no rigorous accountant was asked for)."
-        ),
-        FLOATING_POINT_NOTE,
-        "Only the model weights are released; the training loss is not reported (it would "
-        "be a non-private statistic of the training data).",
-        _averaging_note(details),
-    ]
-    if steps == 0:
-        eps_primary = eps_gdp = 0.0
-        mu = 0.0
-        notes.insert(0, "The budget did not allow a single step: the model is untrained.")
-    else:
-        mu = accounting.gdp_mu(sample_rate, sigmas, relation=relation)
-        eps_gdp = accounting.gdp_epsilon(mu, delta)
-        eps_primary = (
-            eps_gdp
-            if accountant == "gdp"
-            else accounting.epsilon_spent(sample_rate, sigmas, delta, accountant, relation=relation)
-        )
-    stop = (
-        "planned steps done"
-        if steps >= planned_steps
-        else "budget: the next step would exceed the target (ε, δ)"
-    )
-    name = {"dpsgd": "DP-SGD", "dpsgld": "DP-SGLD"}[method]
-    all_details = {
-        "accountant": {
-            "pld": f"PLD (dp-accounting, {relation.value}; σ grouped within 1% using each "
-            "group's smallest σ)",
-            "rdp": f"RDP (dp-accounting; {relation.value}"
-            + (" by group privacy)" if relation is Relation.REPLACE_ONE else ")"),
-            "gdp": f"GDP central limit (approximation; {relation.value})",
-        }[accountant],
-        "relation": relation.value,
-        f"epsilon ({accountant})": float(eps_primary),
-        "epsilon (GDP CLT)": float(eps_gdp),
-        "mu (GDP)": float(mu),
-        "target epsilon": float(target_epsilon),
-        "steps": steps,
-        "planned steps": int(planned_steps),
-        "stopped because": stop,
-        "sample rate p": float(sample_rate),
-        "noise multiplier min": float(sigmas.min()) if steps else math.nan,
-        "noise multiplier max": float(sigmas.max()) if steps else math.nan,
-        **details,
-    }
-    return PrivacyReport(
-        mechanism=f"{name} (Poisson-subsampled Gaussian on clipped per-example gradients, Opacus)",
-        epsilon=float(eps_primary),
-        delta=float(delta),
-        relation=relation,
-        sensitivity=f"per-example gradients clipped to L2 norm C = {details['max_grad_norm']:g}; "
-        "Gaussian noise of std σ_t·C on their sum (a swapped record moves the sum by at most "
-        "2C, an added or removed one by C; dp-accounting's analysis for each relation)",
-        details=all_details,
-        notes=tuple(notes),
-        seeded=seeded,
-    )
 
 
 def train_classifier(
@@ -534,21 +297,21 @@ def train_classifier(
     if private:
         check_private_model(model)
 
-    tensors = _as_tensors(train_data)
+    tensors = as_tensors(train_data)
     n = int(tensors[0].shape[0]) if tensors is not None else len(train_data)
     if n < 2:
         raise ValueError(f"train_data needs at least 2 examples, got {n}")
     if bsz > n:
         raise ValueError(f"batch_size must be <= the number of examples ({n}), got {bsz}")
     x1 = tensors[0][:1] if tensors is not None else train_data[0][0].unsqueeze(0)
-    n_classes = _n_outputs(model, x1)
+    n_classes = n_outputs(model, x1)
     if tensors is not None:
-        _check_label_range(tensors[1], n_classes)
+        check_label_range(tensors[1], n_classes)
 
     planned = max(1, round(ep * n / bsz))
     eta = learning_rates(schedule, planned)
     sample_rate = bsz / n
-    gen = _generator(random_state)
+    gen = torch_generator(random_state)
     prior_wd = 0.0
     if prior_std is not None:
         s0 = _as_float(prior_std, "prior_std")
@@ -567,57 +330,12 @@ def train_classifier(
         details["prior std"] = float(prior_std)
 
     # ---- plan the noise and the number of steps (data-free) --------------------------------
-    if method == "dpsgd":
-        if noise_multiplier is None:
-            sigma = accounting.calibrate_noise_multiplier(
-                sample_rate=sample_rate,
-                steps=planned,
-                epsilon=epsilon,
-                delta=delta,
-                accountant=accountant,
-                relation=relation,
-            )
-        else:
-            sigma = _as_float(noise_multiplier, "noise_multiplier")
-            if not math.isfinite(sigma) or sigma <= 0:
-                raise ValueError(f"noise_multiplier must be finite and > 0, got {sigma!r}")
-        sigmas = np.full(planned, sigma)
-    elif method == "dpsgld":
-        if isinstance(temperature, str):
-            if temperature != "auto":
-                raise ValueError(f"temperature must be a number > 0 or 'auto', got {temperature!r}")
-            temperature = accounting.calibrate_temperature(
-                learning_rates=eta,
-                batch_size=bsz,
-                max_grad_norm=clip,
-                n_samples=n,
-                epsilon=epsilon,
-                delta=delta,
-                accountant=accountant,
-                relation=relation,
-            )
-            details["temperature chosen"] = "auto: the coldest T that runs every planned step"
-        sigmas = np.atleast_1d(
-            accounting.dpsgld_noise_multiplier(
-                batch_size=bsz,
-                max_grad_norm=clip,
-                temperature=temperature,
-                learning_rate=eta,
-                n_samples=n,
-            )
-        )
-        details.update(temperature=float(temperature), pre_noise_scale=pre)
-    if private:
-        steps = accounting.max_steps(
-            sample_rate,
-            sigmas,
-            epsilon=epsilon,
-            delta=delta,
-            accountant=accountant,
-            relation=relation,
-        )
-    else:
-        steps = planned
+    sigmas, steps = plan_noise(
+        method, details, eta=eta, sample_rate=sample_rate, batch_size=bsz, max_grad_norm=clip,
+        n_samples=n, epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
+        temperature=temperature, pre_noise_scale=pre, accountant=accountant, relation=relation,
+    )  # fmt: skip
+    temperature = details.get("temperature", temperature)
 
     if ledger is not None or dataset is not None:
         from dpuq.ledger import charge
@@ -665,16 +383,15 @@ def train_classifier(
                 loss_reduction="mean",
                 generator=gen,
             )
-        batches = _batches_private(train_data, tensors, n, sample_rate, steps, gen)
+        batches = batches_private(train_data, tensors, n, sample_rate, steps, gen)
     else:
         net, opt = model, base
-        batches = _batches_shuffled(train_data, tensors, n, bsz, steps, gen)
+        batches = batches_shuffled(train_data, tensors, n, bsz, steps, gen)
 
     taken: list[float] = []
     snapshot_at: set[int] = set()
     if n_post and steps > 0:
-        first = min(int(burn * steps), steps - 1)
-        snapshot_at = {int(v) for v in np.linspace(first, steps - 1, n_post).round()}
+        snapshot_at, first = snapshot_steps(n_post, burn, steps)
         details["averaged iterates"] = len(snapshot_at)
         details["averaging"] = averaging
         details["averaging from step"] = first
@@ -685,7 +402,7 @@ def train_classifier(
             enumerate(batches), desc=desc, total=steps, disable=not show_progress
         ):
             if tensors is None:
-                _check_label_range(yb, n_classes)
+                check_label_range(yb, n_classes)
             for group in opt.param_groups:
                 group["lr"] = float(eta[t])
             opt.zero_grad(set_to_none=True)
@@ -706,23 +423,8 @@ def train_classifier(
                     if hasattr(p, attr):
                         delattr(p, attr)
     model.eval()
-    if snapshots and averaging == "weights":
-        mean_state = {}
-        for key, value in snapshots[0].items():
-            if value.is_floating_point():
-                mean_state[key] = torch.stack([s[key] for s in snapshots]).mean(dim=0)
-            else:
-                mean_state[key] = snapshots[-1][key]
-        model.load_state_dict(mean_state)
-    elif snapshots:
-        import copy
-
-        members = []
-        for state in snapshots:
-            member = copy.deepcopy(model)
-            member.load_state_dict(state)
-            members.append(member.eval())
-        model = IterateAverage(members).eval()
+    if snapshots:
+        model = average_iterates(model, snapshots, averaging)
     seeded = random_state is not None
 
     if not private:
@@ -738,7 +440,7 @@ def train_classifier(
         )
         return TrainingResult(model, mark_seeded(report, random_state))
     hist = np.asarray(taken, dtype=float)  # every sampled step counts, even an empty batch
-    report = _private_report(
+    report = private_training_report(
         method=method,
         sample_rate=sample_rate,
         sigmas=hist,

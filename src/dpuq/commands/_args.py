@@ -1,0 +1,126 @@
+"""What every sub-command shares: argument types with one-line errors, and parser registration.
+
+Examples
+--------
+>>> import argparse
+>>> parser = argparse.ArgumentParser(prog="dpuq")
+>>> sub = parser.add_subparsers()
+>>> p = add_command(sub, "hello", "say hello", "Say hello.", "")
+>>> _ = p.add_argument("--epsilon", type=float_arg)
+>>> parser.parse_args(["hello", "--epsilon", "0.5"]).epsilon
+0.5
+>>> bins_arg("auto"), bins_arg("200"), seed_arg("7")
+('auto', 200, 7)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import sys
+import warnings
+
+__all__ = [
+    "MAX_BINS",
+    "add_command",
+    "bins_arg",
+    "charged_release",
+    "float_arg",
+    "report_sets",
+    "seed_arg",
+    "warn_if_seeded",
+]
+
+#: Largest --bins accepted: the edges array of 10^7 bins takes 80 MB (auto never goes beyond).
+MAX_BINS = 10_000_000
+
+
+def add_command(subparsers, name: str, help: str, description: str, epilog: str):
+    """Register sub-command ``name`` with its help, description and examples (kept as written)."""
+    return subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def _convert(text: str, kind, expected: str):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from None
+
+
+def bins_arg(text: str) -> str | int:
+    """``auto`` or an integer >= 2."""
+    if text == "auto":
+        return "auto"
+    m = _convert(text, int, "'auto' or an integer >= 2")
+    if not 2 <= m <= MAX_BINS:
+        raise argparse.ArgumentTypeError(
+            f"must be 'auto' or an integer from 2 to {MAX_BINS:,}, got {text!r}"
+        )
+    return m
+
+
+def seed_arg(text: str) -> int:
+    """A non-negative integer seed."""
+    s = _convert(text, int, "a non-negative integer")
+    if s < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return s
+
+
+def float_arg(text: str) -> float:
+    """A finite number."""
+    value = _convert(text, float, "a number")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def warn_if_seeded(seed) -> None:
+    """Warn that ``--seed`` makes a release reproducible (experiments only)."""
+    if seed is not None:
+        warnings.warn(
+            "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
+            "use it for experiments only, never for a release",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+def report_sets(out, sets, what: str) -> int:
+    """Write prediction sets to ``out``, say how large they are, and return exit status 0."""
+    import numpy as np
+
+    from dpuq.io import write_sets
+
+    write_sets(out, sets, list(range(sets.shape[1])))
+    sizes = sets.sum(axis=1)
+    print(
+        f"{sets.shape[0]} {what}; mean size {sizes.mean():.3g} of {sets.shape[1]}, empty "
+        f"{np.mean(sizes == 0):.1%}\nwrote {out}",
+        file=sys.stdout,
+    )
+    return 0
+
+
+@contextlib.contextmanager
+def charged_release(ledger, out, args, epsilon: float, what: str):
+    """Every release's order: lock the output path ``out`` (refused if it exists or is being
+    written, unless ``--force``), charge ``ledger`` (committed: a failure later keeps the
+    charge), run the block (the release, which writes to the pending file and commits it)."""
+    from dpuq._atomic import release_file
+
+    with release_file(out, force=args.force, name="-o") as pending:
+        spend = (
+            ledger.spend(args.dataset, epsilon, what=what, output=out, seeded=args.seed is not None)
+            if ledger is not None
+            else contextlib.nullcontext()
+        )
+        with spend:
+            yield pending

@@ -1,0 +1,378 @@
+"""The three private interval methods behind :func:`dpuq.inference.private_confidence_interval`.
+
+``"ensemble"`` (studentized ensemble, clamped-mean aggregation), ``"ensemble_cdf"`` (the
+all-thresholds tree CDF with its uniform slack) and ``"naive"`` (Algorithm 1): what each
+releases, at which ε and why, is in :mod:`dpuq.inference.intervals`' docstring; each returns
+the interval and its settings, and the caller builds the release.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+
+import numpy as np
+from scipy.special import ndtri
+
+from dpuq._validation import check_epsilon
+from dpuq.inference._data import (
+    Statistic,
+    UninformativeIntervalWarning,
+    resolve_n_subsets,
+)
+from dpuq.inference._resampling import draw_resamples, simulate_em_median
+from dpuq.inference.aggregation import (
+    private_clamped_mean,
+    tree_cdf,
+    tree_error_bound,
+)
+from dpuq.inference.bootstrap import default_grid
+from dpuq.inference.ensemble import check_subset_work, subset_roots
+from dpuq.inference.estimates import (
+    median_candidates,
+    release_point_estimate,
+    release_variance,
+)
+from dpuq.inference.naive import _naive_release, naive_bootstrap_privacy
+from dpuq.inference.normal_laplace import normal_laplace_quantile
+from dpuq.mechanisms.laplace import laplace_cdf, laplace_noise
+from dpuq.report import PrivacyReport, Relation
+
+#: How the ensemble method splits ``epsilon_cdf``: variance, half-width, asymmetry.
+ENSEMBLE_SHARES = (0.2, 0.5, 0.3)
+#: The same for symmetric intervals (the default; no asymmetry released).
+SYMMETRIC_SHARES = (0.5, 0.5, 0.0)
+
+#: Clamping half-widths of the ensemble aggregation: ``log h`` (mean, other statistics), ``r``.
+LOG_H_HALF_WIDTH = {"mean": math.log(1.5), "other": math.log(2.5)}
+R_HALF_WIDTH = 0.5
+
+#: Upper-bound margin of the studentizing variance, in units of its Laplace scale (ln 20).
+VAR_MARGIN = math.log(20.0)
+
+#: The median's interval bootstraps each subset at its own size ``b`` (see _ensemble_interval).
+MEDIAN_SUBSET_BOOTSTRAP = True
+
+
+def _split_budget(epsilon, epsilon_estimate, epsilon_cdf) -> tuple[float, float]:
+    eps = check_epsilon(epsilon)
+    e1 = eps if epsilon_estimate is None else check_epsilon(epsilon_estimate, "epsilon_estimate")
+    e2 = eps if epsilon_cdf is None else check_epsilon(epsilon_cdf, "epsilon_cdf")
+    return e1, e2
+
+
+def _clip_interval(lo: float, hi: float, bounds) -> tuple[float, float]:
+    """Intersect with the public ``[a, b]``: it contains θ, so coverage cannot drop."""
+    a, b = bounds
+    lo, hi = max(lo, a), min(hi, b)
+    if lo > hi:  # the whole interval fell outside [a, b]: keep the nearest end point
+        lo = hi = a if hi < a else b if lo > b else lo
+    return float(lo), float(hi)
+
+
+def _safe_variance(v_noisy, noise_scale: float, r_range: float):
+    """The variance used to studentize: ``min(R²/4, max(ṽ, 0) + ln(20) λ_v)``.
+
+    ``ṽ`` is the Laplace-noised variance (scale ``λ_v``). Adding ``ln(20) λ_v`` makes it an
+    upper bound of the plug-in variance with probability 0.975, so a noisy value near or below
+    0 cannot shrink the interval to nothing; ``R²/4`` bounds every variance on ``[a, b]``
+    (Popoviciu). The same map is applied inside the bootstrap, so the studentized root's law
+    accounts for it; when ``λ_v`` is small against the variance it changes little.
+    """
+    return np.minimum(r_range * r_range / 4.0, np.maximum(v_noisy, 0.0) + VAR_MARGIN * noise_scale)
+
+
+def _reference_half_width(stat: Statistic, alpha: float, n: int, sigma: float, est_scale):
+    """Where the subsets' studentized half-widths are expected (centre of their clamping window).
+
+    Mean and trimmed mean: the ``1 - α/2`` quantile of ``Z + √n Laplace(λ)/σ̃`` (the noise of
+    ``θ̃`` in studentized units); median: ``sqrt(π/2) z`` (normal theory). Computed from
+    released values only.
+    """
+    if stat.name == "median" or est_scale is None:
+        return math.sqrt(math.pi / 2.0) * float(ndtri(1.0 - alpha / 2.0))
+    return normal_laplace_quantile(1.0 - alpha / 2.0, 1.0, math.sqrt(n) * est_scale / sigma)
+
+
+def _ensemble_interval(
+    data, bnds, stat, alpha, e_est, e_cdf, n_subsets, tt, rng, n_cand, symmetric
+):
+    n = data.size
+    r_range = bnds[1] - bnds[0]
+    chunked = not isinstance(data, np.ndarray)  # a Dask array: statistics from dpuq.scale
+    mean, variance = data.mean_variance() if chunked else (None, None)
+    est = release_point_estimate(
+        None if chunked else data, stat, bnds, e_est, rng, n_cand, n=n, exact=mean
+    )
+    symmetric = symmetric or stat.name == "median"  # the median's interval is symmetric
+    shares = SYMMETRIC_SHARES if symmetric else ENSEMBLE_SHARES
+    e_var, e_h, e_r = (share * e_cdf for share in shares)
+    var = release_variance(None if chunked else data, bnds, e_var, rng, n=n, exact=variance)
+    v_floor = (r_range / n) ** 2
+    sigma = math.sqrt(
+        max(_safe_variance(var.value * n / (n - 1), var.noise_scale, r_range), v_floor)
+    )
+
+    s = resolve_n_subsets(n_subsets, n, e_cdf)
+    check_subset_work(s, tt)
+    b = n // s
+    if stat.name == "trimmed_mean" and b - 2 * stat.n_trim(b) < 1:
+        raise ValueError(f"trim={stat.trim} leaves no data in subsets of {b} points")
+    # Mean and trimmed mean: bag of little bootstraps (resamples of size n). Median: the
+    # ordinary bootstrap of each subset (resamples of size b, root scaled by √b), because an
+    # n-resample of b points makes the median's bootstrap law a lattice as coarse as its spread.
+    m = b if stat.name == "median" and MEDIAN_SUBSET_BOOTSTRAP else n
+    if chunked:  # the same partition, weights and moments, computed on the workers
+        theta_k, m_star, v_star, n_groups = data.subset_moments(s, tt, rng)
+        theta_k = theta_k[:, None]
+    else:
+        res = draw_resamples(data, s, tt, rng, resample_size=m)
+        theta_k = stat.of_sorted(res.subsets())[:, None]
+        m_star, v_star = res.mean_and_variance()
+        n_groups = res.weights.shape[0]
+    if stat.name == "median":
+        # the mechanism's rank noise is O(1/ε); at size b it must be O(1/ε) * sqrt(b/n) ranks
+        # to have the same size relative to the root's spread: run it with ε sqrt(n/b)
+        cand = median_candidates(bnds, n_cand)
+        theta_star = simulate_em_median(res, cand, e_est * math.sqrt(n / m), rng)
+    else:
+        raw = m_star if stat.name == "mean" else res.statistic(stat)
+        theta_star = raw + laplace_noise(est.noise_scale, size=(s, tt), random_state=rng)
+    v_star = (v_star + laplace_noise(var.noise_scale, v_star.shape, random_state=rng)) * m / (m - 1)
+    v_star = np.maximum(_safe_variance(v_star, var.noise_scale, r_range), v_floor)
+    roots = math.sqrt(m) * (theta_star - theta_k) / np.sqrt(v_star)
+    z = float(ndtri(1.0 - alpha / 2.0))
+    h_min = 1e-6 * z
+    if symmetric:  # the symmetric bootstrap-t: the 1 - α quantile of |root|
+        h_k = np.quantile(np.abs(roots), 1.0 - alpha, axis=1, method="normal_unbiased")
+        h_k, r_k = np.maximum(h_k, h_min), None
+    else:
+        lo_k, hi_k = np.quantile(
+            roots, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1, method="normal_unbiased"
+        )
+        h_k = np.maximum((hi_k - lo_k) / 2.0, h_min)
+        r_k = (hi_k + lo_k) / (2.0 * h_k)
+
+    h_ref = _reference_half_width(stat, alpha, n, sigma, est.noise_scale)
+    w_h = LOG_H_HALF_WIDTH["mean" if stat.name == "mean" else "other"]
+    agg_h = private_clamped_mean(
+        np.log(h_k), epsilon=e_h, half_width=w_h, center=math.log(h_ref), rng=rng
+    )
+    h = math.exp(agg_h.value)
+    if symmetric:
+        r_value, r_scale = 0.0, None
+    else:
+        agg_r = private_clamped_mean(r_k, epsilon=e_r, half_width=R_HALF_WIDTH, center=0.0, rng=rng)
+        r_value, r_scale = agg_r.value, agg_r.noise_scale
+    hi, lo = h * (r_value + 1.0), h * (r_value - 1.0)
+    lower, upper = _clip_interval(
+        est.value - sigma * hi / math.sqrt(n), est.value - sigma * lo / math.sqrt(n), bnds
+    )
+    report = PrivacyReport(
+        mechanism="private bootstrap confidence interval (SPEC D; ensemble, studentized, "
+        "clamped-mean aggregation of the subsets' quantiles)",
+        epsilon=e_est + e_cdf,
+        relation=Relation.REPLACE_ONE,
+        sensitivity=f"estimate: {est.privacy_report.sensitivity}; variance: R^2/n; "
+        f"aggregates: 2 w/s (w = {w_h:.4g} for log h"
+        + ("" if symmetric else f", {R_HALF_WIDTH:g} for r")
+        + f"; s = {s})",
+        details={
+            "n": n,
+            "epsilon_estimate": e_est,
+            "epsilon_variance": e_var,
+            "epsilon_half_width": e_h,
+            "epsilon_asymmetry": e_r,
+            "n_subsets": s,
+            "subset_size": b,
+            "n_resamples": tt,
+            "weight_groups": n_groups,
+            "estimate_noise": "exponential mechanism"
+            if est.noise_scale is None
+            else f"Laplace({est.noise_scale:.6g})",
+            "variance_noise_scale": var.noise_scale,
+        },
+        notes=(
+            "sequential composition: estimate + variance + "
+            + ("one clamped mean (symmetric interval)" if symmetric else "two clamped means"),
+        ),
+    )
+    details = {
+        "sigma": sigma,
+        "half_width_studentized": h,
+        "asymmetry": r_value,
+        "reference_half_width": h_ref,
+        "quantiles_studentized": (lo, hi),
+        "noise_scale_log_half_width": agg_h.noise_scale,
+        "noise_scale_asymmetry": r_scale,
+    }
+    return lower, upper, est.value, True, report, details
+
+
+def _fold_bounds(grid, cdf, u, fold_scale, t_eval):
+    """Lower and upper bounds on ``P(√n (θ - θ̃) <= t)`` at ``t_eval``.
+
+    ``cdf`` estimates the CDF ``J`` of ``√n (θ - θ̂)`` on ``grid`` to within ``u``; between grid
+    points ``J`` is bracketed by the neighbouring values (it is monotone). With
+    ``θ̃ = θ̂ + ξ``, ``P(√n (θ - θ̃) <= t) = E J(t + √n ξ)``: the expectation of a step function,
+    computed exactly against the Laplace law of ``√n ξ`` (``fold_scale``; 0 for none).
+    """
+    low_steps = np.maximum(cdf - u, 0.0)  # J(s) >= low_steps[j] for s >= grid[j]
+    jumps_low = np.diff(np.concatenate([[0.0], low_steps]))
+    up_vals = np.minimum(np.concatenate([cdf + u, [1.0]]), 1.0)  # J(s) <= up_vals[j], s<=grid[j]
+    jumps_up = np.diff(up_vals)  # jump at grid[j] (from s <= grid[j] to s > grid[j])
+
+    def prob_ge(x, strict):  # P(t + √n ξ >= x) for each t in t_eval (rows) and x (cols)
+        d = x[None, :] - t_eval[:, None]
+        if fold_scale <= 0:
+            return (d < 0) if strict else (d <= 0)
+        return 1.0 - laplace_cdf(d, scale=fold_scale)
+
+    lower = prob_ge(grid, False) @ jumps_low
+    upper = up_vals[0] + prob_ge(grid, True) @ jumps_up
+    return lower, np.minimum(upper, 1.0)
+
+
+@functools.lru_cache(maxsize=256)
+def _tree_bound(n_grid: int, s: int, e_cdf: float, beta: float) -> tuple[float, int]:
+    """Uniform bound of the tree CDF and its depth: data-independent (n_grid, s, ε, β)."""
+    depth = max(1, math.ceil(math.log2(n_grid + 1)))
+    return tree_error_bound(n_grid, 2.0 * depth / (s * e_cdf), beta), depth
+
+
+@functools.lru_cache(maxsize=256)
+def _smallest_informative_subsets(alpha, e_cdf, n_grid, beta) -> int:
+    """Smallest ``s`` whose uniform bound is below ``α/2`` (bisection; the bound falls in s)."""
+    lo, hi = 1, 2
+    while _tree_bound(n_grid, hi, e_cdf, beta)[0] >= alpha / 2.0:
+        lo, hi = hi, hi * 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _tree_bound(n_grid, mid, e_cdf, beta)[0] >= alpha / 2.0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return hi
+
+
+def _ensemble_cdf_interval(
+    data, bnds, stat, alpha, e_est, e_cdf, n_subsets, tt, rng, n_cand, beta, n_grid
+):
+    n = data.size
+    est = release_point_estimate(data, stat, bnds, e_est, rng, n_cand)
+    s = resolve_n_subsets(n_subsets, n, e_cdf)
+    b = n // s
+    if stat.name == "trimmed_mean" and b - 2 * stat.n_trim(b) < 1:
+        raise ValueError(f"trim={stat.trim} leaves no data in subsets of {b} points")
+    u, depth = _tree_bound(n_grid, s, e_cdf, beta)
+    base = {"n": n, "epsilon_estimate": e_est, "n_subsets": s, "subset_size": b}
+    details = {"uniform_error_bound": u, "beta": beta, "grid_points": n_grid}
+    if u >= alpha / 2.0:
+        # No grid interval can have certified mass >= 1 - α: the answer is [a, b] whatever the
+        # data, so the bootstrap is not run and costs no privacy.
+        s_min = _smallest_informative_subsets(alpha, e_cdf, n_grid, beta)
+        reason = (
+            f"the uniform error bound {u:.3g} of the private CDF is >= alpha/2 = {alpha / 2:g}, "
+            f"so no interval has certified mass >= 1 - alpha; it needs s >= {s_min} subsets, "
+            f"i.e. n >= {math.ceil(s_min * s_min * e_cdf)} at epsilon_cdf = {e_cdf:g} with "
+            f"n_subsets='auto' (here n = {n}, s = {s})"
+        )
+        warnings.warn(
+            f"uninformative interval: {reason}", UninformativeIntervalWarning, stacklevel=3
+        )
+        report = PrivacyReport(
+            mechanism="private bootstrap confidence interval (SPEC D literal): only the "
+            "estimate was released; the interval [a, b] is data-independent",
+            epsilon=e_est,
+            relation=Relation.REPLACE_ONE,
+            sensitivity=f"estimate: {est.privacy_report.sensitivity}",
+            details={**base, "epsilon_cdf_spent": 0.0},
+            notes=(reason,),
+        )
+        return bnds[0], bnds[1], est.value, False, report, {**details, "reason": reason}
+    res = draw_resamples(data, s, tt, rng)
+    if stat.name == "median":  # fold the exponential mechanism in by simulation
+        theta_k = stat.of_sorted(res.subsets())[:, None]
+        sim = simulate_em_median(res, median_candidates(bnds, n_cand), e_est, rng)
+        roots, fold = math.sqrt(n) * (theta_k - sim), 0.0
+    else:  # fold the Laplace noise exactly after the release
+        roots, fold = subset_roots(res, stat, "basic"), math.sqrt(n) * est.noise_scale
+    grid = default_grid(bnds, "basic", n_grid)
+    cell = np.searchsorted(grid, roots, side="left")
+    masses = (
+        np.bincount(
+            (np.arange(s)[:, None] * (grid.size + 1) + cell).ravel(),
+            minlength=s * (grid.size + 1),
+        ).reshape(s, grid.size + 1)
+        / tt
+    )
+    tree = tree_cdf(masses, e_cdf, rng)
+    t_eval = np.linspace(grid[0], grid[-1], 8 * grid.size)
+    j_low, j_up = _fold_bounds(grid, tree.cdf, u, fold, t_eval)
+    ok_hi = np.flatnonzero(j_low >= 1.0 - alpha / 2.0)
+    ok_lo = np.flatnonzero(j_up <= alpha / 2.0)
+    informative = ok_hi.size > 0 and ok_lo.size > 0
+    details["tree_noise_scale"] = tree.noise_scale
+    if informative:
+        t_hi, t_lo = t_eval[ok_hi[0]], t_eval[ok_lo[-1]]
+        lower, upper = _clip_interval(
+            est.value + t_lo / math.sqrt(n), est.value + t_hi / math.sqrt(n), bnds
+        )
+        details["t_lo"], details["t_hi"] = float(t_lo), float(t_hi)
+    else:
+        lower, upper = bnds
+        details["reason"] = (
+            f"the private CDF minus its uniform error bound {u:.3g} reaches no 1 - alpha/2 "
+            f"inside the grid [{grid[0]:g}, {grid[-1]:g}]"
+        )
+        warnings.warn(
+            f"uninformative interval: {details['reason']}",
+            UninformativeIntervalWarning,
+            stacklevel=3,
+        )
+    report = PrivacyReport(
+        mechanism="private bootstrap confidence interval (SPEC D literal: all-thresholds tree "
+        "CDF, uniform slack)",
+        epsilon=e_est + e_cdf,
+        relation=Relation.REPLACE_ONE,
+        sensitivity=f"estimate: {est.privacy_report.sensitivity}; CDF tree: 2D/s = "
+        f"{2 * depth / s:.4g}",
+        details={**base, "epsilon_cdf": e_cdf, "n_resamples": tt, "depth": depth},
+        notes=(
+            f"coverage >= 1 - alpha holds when the bootstrap is exact and the uniform bound "
+            f"holds (probability >= 1 - beta = {1 - beta:g})",
+        ),
+    )
+    return lower, upper, est.value, informative, report, details
+
+
+def _naive_interval(data, bnds, stat, alpha, e_est, e_cdf, tt, rng, delta):
+    n = data.size
+    theta_tilde, theta_star, scale0, scale_i = _naive_release(
+        data, bnds, stat, e_cdf, tt, rng, eps_center=e_est
+    )
+    roots = math.sqrt(n) * (theta_tilde - theta_star)  # estimates J: √n (θ - θ̂)
+    q_lo, q_hi = np.quantile(roots, [alpha / 2.0, 1.0 - alpha / 2.0])
+    lower, upper = _clip_interval(
+        theta_tilde + q_lo / math.sqrt(n), theta_tilde + q_hi / math.sqrt(n), bnds
+    )
+    priv = naive_bootstrap_privacy(n, e_cdf, tt, delta, epsilon_center=e_est)
+    report = PrivacyReport(
+        mechanism="naive private bootstrap interval (SPEC D, Algorithm 1)",
+        epsilon=priv.epsilon,
+        delta=priv.delta,
+        relation=Relation.REPLACE_ONE,
+        sensitivity=f"per appearance of a record {scale0 * e_est:.6g}",
+        details={
+            "n": n,
+            "n_resamples": tt,
+            "nominal_epsilon_estimate": e_est,
+            "nominal_epsilon_resamples": e_cdf,
+            "max_appearances_C": priv.max_appearances,
+            "total_appearances_A": priv.total_appearances,
+            "composition": priv.composition,
+        },
+        notes=("Algorithm 1 is not ε-DP; this is the rigorous (ε', δ) it has",),
+    )
+    return lower, upper, theta_tilde, True, report, {"resample_noise_scale": scale_i}

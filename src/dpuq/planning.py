@@ -76,6 +76,11 @@ def _check_plan(n, alpha, epsilon, n_bins):
 
 
 # ------------------------------------------------------------------- the certified method
+#: Above this many terms in the certificate's window (only for tiny ε), a lower-bounding
+#: integral replaces the sum, so memory stays bounded whatever n and ε.
+_MAX_TERMS = 1 << 22
+
+
 def _cert(n: int, rho: float, epsilon: float, m: int) -> float:
     """``cert(ρ)``, rounded down: terms above the cut are ``1 - e^{-x}`` at worst, bounded in
     bulk by a geometric series; terms below it (all ``< e^-40``) are dropped."""
@@ -85,8 +90,15 @@ def _cert(n: int, rho: float, epsilon: float, m: int) -> float:
     while k_hi >= 1 and a - c * k_hi <= _CUT:
         k_hi -= 1
     k_lo = min(n, max(k_hi, math.floor((a + _CUT) / c) + 1))  # x_k < -_CUT for k > k_lo
-    k = np.arange(k_hi + 1, k_lo + 1, dtype=float)
-    total = float(expit(a - c * k).sum())
+    if k_lo - k_hi > _MAX_TERMS:
+        # tiny ε: too many terms to sum one by one. f(k) = expit(a - c k) decreases, so
+        # sum_{k=K1..K2} f(k) >= integral_{K1}^{K2+1} f = (softplus(a - c K1) - softplus(a - c
+        # (K2 + 1))) / c: still a lower bound, so the certificate stays rounded down
+        lo, hi = k_hi + 1.0, k_lo + 1.0
+        total = float((np.logaddexp(0.0, a - c * lo) - np.logaddexp(0.0, a - c * hi)) / c)
+    else:
+        k = np.arange(k_hi + 1, k_lo + 1, dtype=float)
+        total = float(expit(a - c * k).sum())
     if k_hi:
         total += k_hi - math.exp(-_CUT) / -math.expm1(-c)
     return max(total, 0.0) / (n + 1)

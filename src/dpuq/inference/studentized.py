@@ -16,6 +16,7 @@ from dpuq._validation import (
     check_candidates,
     check_in_open_unit,
 )
+from dpuq.inference._data import UninformativeIntervalWarning
 from dpuq.inference.aggregation import (
     private_clamped_mean,
 )
@@ -140,6 +141,7 @@ def private_studentized_cdf(
             f"{min(far, 1.0):.2g}): s = {res.n_subsets} subsets with epsilon "
             f"{eps_each * share:.3g} for the median; use fewer thresholds, a larger epsilon or "
             "more data",
+            UninformativeIntervalWarning,
             stacklevel=2,
         )
     out = np.empty(tv.size)

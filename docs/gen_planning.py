@@ -24,6 +24,7 @@ def render() -> str:
     from dpuq.commands.plan import _single, _table
 
     n, alpha, eps = EXAMPLE
+    grid = (list(NS), list(EPSILONS))
     parts = [
         "# How many people, which ε?",
         "",
@@ -33,11 +34,12 @@ def render() -> str:
         "room for an informative threshold. Everything on this page depends only on public",
         "numbers (n, α, ε), so planning costs no privacy: run `dpuq plan` before touching data.",
         "",
-        "**How to read the tables.** Each cell is the inflated level q̃ that the private",
-        "threshold targets instead of about 1 − α (the private sets are those of a non-private",
-        "calibration at coverage q̃, a little larger). **full** means q̃ ≥ 1: no informative",
-        "release is possible, the sets are all labels (the whole line for regression).",
-        "The last row gives the smallest n that is informative at each ε.",
+        "**How to read the tables.** Each cell is the certified level ρ*/n that the private",
+        "threshold targets instead of about 1 − α (the default certified method; the private",
+        "sets are about those of a non-private calibration at coverage ρ*/n, a little larger).",
+        "**full** means no rank is certified: no informative release is possible, the sets are",
+        "all labels (the whole line for regression). The last row gives the smallest n that is",
+        "informative at each ε. `dpuq plan --method paper` gives the paper's inflated level q̃.",
         "",
         "ε bounds how much one person's data can change what is released: whatever an attacker",
         "knew before, the odds they give to any statement about one person change by a factor",
@@ -45,19 +47,17 @@ def render() -> str:
         "",
         "## Coverage 90 % (α = 0.1)",
         "",
-        _block(f"$ dpuq plan --alpha 0.1 --table\n{_table(list(NS), list(EPSILONS), 0.1, 'auto')}"),
+        _block(f"$ dpuq plan --alpha 0.1 --table\n{_table(*grid, 0.1, 'auto', 'certified')}"),
         "",
         "## Coverage 95 % (α = 0.05)",
         "",
-        _block(
-            f"$ dpuq plan --alpha 0.05 --table\n{_table(list(NS), list(EPSILONS), 0.05, 'auto')}"
-        ),
+        _block(f"$ dpuq plan --alpha 0.05 --table\n{_table(*grid, 0.05, 'auto', 'certified')}"),
         "",
         "## One setting in detail",
         "",
         _block(
             f"$ dpuq plan --n {n} --alpha {alpha:g} --epsilon {eps:g}\n"
-            f"{_single(n, alpha, eps, 'auto')}"
+            f"{_single(n, alpha, eps, 'auto', 'certified')}"
         ),
         "",
         "The expected threshold on uniform scores says how much larger the private sets are:",

@@ -16,7 +16,7 @@ FORBIDDEN = re.compile(
 )
 # (file relative to src/dpuq, forbidden call): why it is not noise of a mechanism
 ALLOWED = {
-    ("_bin_simulation.py", "standard_exponential"): "planning simulation of uniform order "
+    ("mechanisms/randomness.py", "standard_exponential"): "planning simulation of uniform order "
     "statistics with a fixed public seed (auto_n_bins); data-independent, releases nothing",
 }
 

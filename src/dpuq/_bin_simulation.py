@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from dpuq.mechanisms.randomness import simulated_sorted_uniforms
+
 #: Simulated uniform score vectors and their fixed internal seed.
 N_SIMULATIONS = 32
 _SIMULATION_SEED = 20221109
@@ -18,10 +20,7 @@ _SIMULATION_SEED = 20221109
 
 def _sorted_uniforms(n: int) -> np.ndarray:
     """``N_SIMULATIONS`` sorted uniform vectors of length n (fixed seed), via exponential gaps."""
-    rng = np.random.default_rng(_SIMULATION_SEED)
-    gaps = rng.standard_exponential((N_SIMULATIONS, n + 1))
-    cums = np.cumsum(gaps, axis=1)
-    return cums[:, :n] / cums[:, n:]
+    return simulated_sorted_uniforms(N_SIMULATIONS, n, _SIMULATION_SEED)
 
 
 class _NotCovered(Exception):

@@ -16,6 +16,7 @@ __all__ = [
     "check_estimator_random_state",
     "check_random_state",
     "mark_seeded",
+    "simulated_sorted_uniforms",
 ]
 
 RandomState = None | int | np.random.Generator
@@ -99,3 +100,21 @@ def mark_seeded(release, random_state):
     if report is None:
         return release
     return dataclasses.replace(release, privacy_report=dataclasses.replace(report, seeded=True))
+
+
+def simulated_sorted_uniforms(n_vectors: int, n: int, seed: int) -> np.ndarray:
+    """``n_vectors`` sorted Uniform(0, 1) vectors of length ``n`` from a public fixed ``seed``.
+
+    For data-free planning simulations only (the paper's choice of bins): releases nothing, so
+    it needs no privacy argument and no exact sampler. Exact in law: normalised cumulative sums
+    of ``n + 1`` standard exponential gaps are the order statistics of ``n`` uniforms.
+
+    Examples
+    --------
+    >>> s = simulated_sorted_uniforms(2, 5, seed=0)
+    >>> s.shape, bool((s[:, 1:] >= s[:, :-1]).all())
+    ((2, 5), True)
+    """
+    gaps = np.random.default_rng(seed).standard_exponential((n_vectors, n + 1))
+    cums = np.cumsum(gaps, axis=1)
+    return cums[:, :n] / cums[:, n:]

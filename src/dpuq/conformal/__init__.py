@@ -16,6 +16,13 @@ from dpuq.conformal.regression_scores import (
     cqr_intervals,
     cqr_scores,
 )
+from dpuq.conformal.risk_control import (
+    PrivateRiskControl,
+    conformal_risk_control,
+    false_negative_losses,
+    interval_losses,
+    risk_control,
+)
 from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores
 from dpuq.conformal.sets import prediction_sets
 
@@ -26,6 +33,7 @@ __all__ = [
     "PrivateCalibration",
     "PrivateConformalClassifier",
     "PrivateConformalRegressor",
+    "PrivateRiskControl",
     "PublicBound",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
@@ -33,13 +41,17 @@ __all__ = [
     "aps_scores",
     "calibrate",
     "calibrate_by_class",
+    "conformal_risk_control",
     "coverage_upper_bound",
     "cqr_intervals",
     "cqr_scores",
+    "false_negative_losses",
+    "interval_losses",
     "lac_scores",
     "prediction_sets",
     "public_bound",
     "raps_scores",
+    "risk_control",
     "softmax",
     "split_conformal_threshold",
 ]

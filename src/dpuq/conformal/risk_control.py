@@ -181,8 +181,13 @@ def risk_control(
             if target is not None
             else "none: constant release, no data used"
         ),
-        details={"n": n, "alpha": a, "n_lambdas": m, "target (tau)": target,
-                 "certified risk": cert},  # fmt: skip
+        details={
+            "n": n,
+            "alpha": a,
+            "n_lambdas": m,
+            "target (tau)": target,
+            "certified risk": cert,
+        },
         notes=tuple(notes),
         seeded=target is not None and random_state is not None,
     )

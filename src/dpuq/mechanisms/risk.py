@@ -83,7 +83,7 @@ def loss_sums(losses: np.ndarray) -> np.ndarray:
 def _log_weights(sums: np.ndarray, n: int, target: float, epsilon: float) -> np.ndarray:
     """Log-weights ``(ε/2) u_j`` from sums of shape (..., m) (privacy-critical, vectorised)."""
     previous = np.concatenate(
-        [np.full(sums.shape[:-1] + (1,), float(n)), sums[..., :-1]], axis=-1
+        [np.full((*sums.shape[:-1], 1), float(n)), sums[..., :-1]], axis=-1
     )  # S_{j-1}, with the public S_0 = n
     distance = np.maximum(np.maximum(sums - target, target - previous), 0.0)
     return -0.5 * epsilon * distance
@@ -129,9 +129,7 @@ def risk_selection_rows(
     return np.asarray(sample_log_weights_rows(lw, check_random_state(random_state)), np.int64)
 
 
-def risk_selection(
-    losses, target: float, epsilon: float, random_state: RandomState = None
-) -> int:
+def risk_selection(losses, target: float, epsilon: float, random_state: RandomState = None) -> int:
     """One ε-DP draw of a grid index ``J`` (0-based) from the law in the module docstring.
 
     Privacy: ε-DP, δ = 0, replace-one with ``n`` public (module docstring).

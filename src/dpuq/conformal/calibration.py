@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -25,6 +26,12 @@ from dpuq._validation import (
     check_n_bins,
     check_positive_int,
     check_scores,
+)
+from dpuq.conformal.multilevel import (
+    MultiLevelCalibration,
+    calibrate_levels,
+    check_alphas,
+    joint_plan,
 )
 from dpuq.ledger import charge
 from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, private_quantile_from_counts
@@ -44,6 +51,7 @@ from dpuq.report import PrivacyReport, Relation
 from dpuq.scale.sources import as_score_source
 
 __all__ = [
+    "MultiLevelCalibration",
     "PrivateCalibration",
     "UninformativeReleaseWarning",
     "calibrate",
@@ -210,7 +218,7 @@ def _advice(n, alpha, epsilon, n_bins, method) -> str:
 def calibrate(
     scores,
     *,
-    alpha: float,
+    alpha: float | Sequence[float],
     epsilon: float,
     n_bins: int | str = "auto",
     gamma: float | str = "auto",
@@ -218,7 +226,7 @@ def calibrate(
     random_state: RandomState = None,
     ledger=None,
     dataset: str | None = None,
-) -> PrivateCalibration:
+) -> PrivateCalibration | MultiLevelCalibration:
     """Release an ε-DP conformal threshold with a proven coverage guarantee.
 
     ``method="certified"`` (default, SPEC A.7): the rank-utility private quantile at the
@@ -232,14 +240,19 @@ def calibrate(
     is informative the threshold is 1.0 (full sets), nothing is sampled, and an
     :class:`UninformativeReleaseWarning` says which n or ε would give informative sets.
 
+    Several levels: ``alpha=[0.05, 0.1, 0.2]`` releases one threshold per level jointly for
+    the total ``epsilon`` (:mod:`dpuq.conformal.multilevel`, certified method only) and
+    returns a :class:`~dpuq.conformal.multilevel.MultiLevelCalibration` whose ``threshold``
+    and ``certified_coverage`` are arrays aligned with ``alpha``.
+
     Parameters
     ----------
     scores : array-like of shape (n,), Dask array or :class:`dpuq.scale.ChunkedScores`
         Calibration conformity scores in [0, 1] from data not used to train the model. Dask
         and chunked inputs are validated and binned chunk by chunk; only the bin counts reach
         the client, and the release equals the in-memory one for the same ``random_state``.
-    alpha : float
-        Miscoverage level in (0, 0.5].
+    alpha : float or sequence of float
+        Miscoverage level(s), each in (0, 0.5].
     epsilon : float
         Privacy parameter > 0.
     n_bins : "auto" or int, default "auto"
@@ -268,7 +281,13 @@ def calibrate(
     (True, 1.0, 'certified')
     >>> bool(cal.certified_coverage >= 0.9)
     True
+    >>> cal3 = calibrate(scores, alpha=[0.05, 0.1, 0.2], epsilon=1.0, random_state=0)
+    >>> cal3.threshold.shape, bool(np.all(np.diff(cal3.threshold) <= 0))
+    ((3,), True)
     """
+    if isinstance(alpha, list | tuple | np.ndarray):
+        return _calibrate_joint(scores, alpha, epsilon, n_bins, gamma, method, random_state,
+                                ledger, dataset)  # fmt: skip
     method = _check_method(method)
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
@@ -367,6 +386,29 @@ def calibrate(
         method=method,
         certified_coverage=float(cover),
     )
+
+
+def _calibrate_joint(scores, alpha, epsilon, n_bins, gamma, method, random_state, ledger, dataset):
+    """:func:`calibrate` with several levels: settings checked, data binned, joint release."""
+    alphas = check_alphas(alpha)
+    epsilon = check_epsilon(epsilon)
+    if _check_method(method) != "certified":
+        raise ValueError("several levels (a sequence alpha) need method='certified'")
+    _check_bins_gamma(n_bins, gamma, "certified")
+    plan: dict = {}
+
+    def bins_for_n(n: int) -> int:
+        plan["m"], plan["level"], plan["cover"] = joint_plan(n, alphas, epsilon, n_bins)
+        return plan["m"]
+
+    counts, n = _bin_counts(scores, bins_for_n)  # the only step that reads the data
+    cal = calibrate_levels(
+        (counts, n), alphas, epsilon, plan["m"], plan["level"], plan["cover"],
+        random_state=random_state, ledger=ledger, dataset=dataset,
+    )  # fmt: skip
+    for note in cal.privacy_report.notes:
+        warnings.warn(note, UninformativeReleaseWarning, stacklevel=3)
+    return cal
 
 
 def _order_statistic_rank(n: int, alpha: float) -> int:

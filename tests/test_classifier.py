@@ -55,7 +55,9 @@ class TestWorkflow:
     @pytest.mark.parametrize("score", ["lac", "aps", "raps"])
     def test_scores(self, digits, model, score):
         _, _, Xc, yc, Xt = digits
-        clf = dpuq.PrivateConformalClassifier(model, epsilon=1.0, score=score, random_state=1)
+        clf = dpuq.PrivateConformalClassifier(
+            model, epsilon=1.0, conformity_score=score, random_state=1
+        )
         clf.conformalize(Xc, yc)
         size = clf.predict_set(Xt).sum(axis=1).mean()
         assert clf.calibration_.informative and 0.5 <= size < 3  # informative, not full
@@ -63,7 +65,11 @@ class TestWorkflow:
     def test_randomised_aps(self, digits, model):
         _, _, Xc, yc, Xt = digits
         clf = dpuq.PrivateConformalClassifier(
-            model, epsilon=1.0, score="aps", score_params={"randomized": True}, random_state=1
+            model,
+            epsilon=1.0,
+            conformity_score="aps",
+            score_params={"randomized": True},
+            random_state=1,
         )
         clf.conformalize(Xc, yc)
         assert clf.predict_set(Xt).shape == (len(Xt), 10)

@@ -297,7 +297,7 @@ def test_cli_python_cli_round_trip_keeps_every_released_value(tmp_path, scores, 
     # regression: estimator -> CLI -> estimator
     yr = X @ np.array([3.0, 1.0, 0.0, 0.0]) + gen.normal(size=900)
     reg = PrivateConformalRegressor(LinearRegression().fit(X[:300], yr[:300]), epsilon=2.0,
-                                    bound=20.0, score="absolute")  # fmt: skip
+                                    bound=20.0, conformity_score="absolute")  # fmt: skip
     reg.conformalize(X[300:], yr[300:])
     r1p = tmp_path / "r1.json"
     reg.save_release(r1p)

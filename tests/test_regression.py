@@ -113,7 +113,7 @@ class TestCoverage:
         covered, expected = np.empty(splits), np.empty(splits)
         for k in range(splits):
             reg = dpuq.PrivateConformalRegressor(
-                model, epsilon=eps, confidence_level=1 - ALPHA, score=score, bound=bound,
+                model, epsilon=eps, confidence_level=1 - ALPHA, conformity_score=score, bound=bound,
                 n_bins=m, random_state=int(rng.integers(2**32)),
             ).conformalize(x[k, :n_cal], y[k, :n_cal])  # fmt: skip
             iv = reg.predict_interval(x[k, n_cal:])
@@ -175,7 +175,7 @@ class TestEstimators:
             for a in (0.05, 0.95)
         )
         reg = dpuq.PrivateConformalRegressor(
-            pair, epsilon=2.0, score="cqr", bound=3.0, prefit=False, random_state=0
+            pair, epsilon=2.0, conformity_score="cqr", bound=3.0, prefit=False, random_state=0
         )
         reg.fit(x[:600], y[:600]).conformalize(x[600:1100], y[600:1100])
         iv = reg.predict_interval(x[1100:])
@@ -187,10 +187,10 @@ class TestEstimators:
     def test_one_object_or_callable_returning_both_quantiles(self, rng):
         x, y = linear_data(rng, 800)
         a = dpuq.PrivateConformalRegressor(
-            FixedBand(1.2), epsilon=1.0, score="cqr", bound=3.0, random_state=4
+            FixedBand(1.2), epsilon=1.0, conformity_score="cqr", bound=3.0, random_state=4
         ).conformalize(x[:500], y[:500])
         b = dpuq.PrivateConformalRegressor(
-            FixedBand(1.2).predict, epsilon=1.0, score="cqr", bound=3.0, random_state=4
+            FixedBand(1.2).predict, epsilon=1.0, conformity_score="cqr", bound=3.0, random_state=4
         ).conformalize(x[:500], y[:500])
         assert a.threshold_ == b.threshold_
         np.testing.assert_array_equal(a.predict_interval(x[500:]), b.predict_interval(x[500:]))
@@ -283,7 +283,9 @@ class TestErrors:
             reg.conformalize(x, y_nan)
         with pytest.raises(ValueError, match="y_cal"):
             reg.conformalize(x, y[:-1])
-        cqr = dpuq.PrivateConformalRegressor(FixedLinear(), epsilon=1.0, bound=2.0, score="cqr")
+        cqr = dpuq.PrivateConformalRegressor(
+            FixedLinear(), epsilon=1.0, bound=2.0, conformity_score="cqr"
+        )
         with pytest.raises(ValueError, match=r"\(n, 2\)"):
             cqr.conformalize(x, y)
         pair = dpuq.PrivateConformalRegressor(

@@ -194,7 +194,7 @@ def test_classifier_conformalize_on_dask_equals_memory(client):
         got.conformalize(da.from_array(Xc, chunks=(700, 3)), da.from_array(yc, chunks=700))
         assert got.calibration_ == ref.calibration_
     with pytest.raises(ValueError, match="randomized"):  # the private default for APS
-        dpuq.PrivateConformalClassifier(model, epsilon=1.0, score="aps").conformalize(
+        dpuq.PrivateConformalClassifier(model, epsilon=1.0, conformity_score="aps").conformalize(
             da.from_array(Xc, chunks=(700, 3)), da.from_array(yc, chunks=700)
         )
     scores = dpuq.scale.score_partitions(

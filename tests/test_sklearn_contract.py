@@ -65,16 +65,7 @@ ERM_SKIPPED = {
     "check_fit1d": _X_BY_CONCEPTS,
     "check_fit2d_predict1d": _X_BY_CONCEPTS,
 }
-_SCORE_PARAM = (
-    "the conformity score is the constructor parameter `score` (the field's name), so the "
-    "wrappers have no scikit-learn `score(X, y)` method, which this check calls"
-)
-CONFORMAL_SKIPPED = {
-    "check_fit_score_takes_y": _SCORE_PARAM,
-    "check_pipeline_consistency": _SCORE_PARAM,
-    "check_n_features_in_after_fitting": _SCORE_PARAM,
-    "check_regressors_train": _SCORE_PARAM,
-}
+CONFORMAL_SKIPPED: dict[str, str] = {}
 REGRESSOR_SKIPPED = {
     **CONFORMAL_SKIPPED,
     "check_supervised_y_2d": "y's shape is checked by the wrapped model (Ridge accepts (n, 1))",

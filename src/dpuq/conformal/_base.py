@@ -10,12 +10,50 @@ unchecked; ``fit``/``conformalize`` check them. The wrapped model is used as giv
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 from sklearn.base import MetaEstimatorMixin
 
 from dpuq._estimator import NotFittedError, PrivateEstimator
 from dpuq._validation import check_alpha
+
+
+def _deprecated_score_alias(conformity_score, default: str, kwargs: dict):
+    """``conformity_score``, or the deprecated ``score=`` alias (kept for one release).
+
+    ``score`` is not a constructor parameter any more: it would shadow scikit-learn's
+    ``score(X, y)``. Any other unknown keyword is a TypeError, as for a normal signature.
+    """
+    unknown = set(kwargs) - {"score"}
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {sorted(unknown)}")
+    if "score" not in kwargs:
+        return conformity_score
+    if conformity_score != default:
+        raise TypeError("pass conformity_score= only (score= is its deprecated alias)")
+    warnings.warn(
+        "score= is deprecated and will be removed in the next release: use conformity_score= "
+        "(score(X, y) is now scikit-learn's method, the empirical coverage)",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return kwargs["score"]
+
+
+def _hide_deprecated_kwargs(init):
+    """Give ``init`` the signature without its ``**deprecated`` catch-all (returns ``init``).
+
+    scikit-learn reads the parameters from the signature; the catch-all only carries the
+    deprecated ``score=`` alias and must not look like a parameter (``set_params`` and the
+    estimator checks would pass values to it).
+    """
+    import inspect
+
+    sig = inspect.signature(init)
+    kept = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    init.__signature__ = sig.replace(parameters=kept)
+    return init
 
 
 def _clone_model(est):
@@ -33,13 +71,54 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
     #: "classifier" or "regressor" (scikit-learn's estimator type)
     _estimator_type = "classifier"
 
-    def _alpha(self) -> float:
+    def _alpha(self) -> float | list[float]:
+        """``1 - confidence_level``; a list for a sequence of levels (one joint release)."""
         cl = self.confidence_level
+        if isinstance(cl, list | tuple | np.ndarray):
+            if len(cl) == 0:
+                raise ValueError("confidence_level must hold at least one level")
+            alphas = [self._one_alpha(c) for c in cl]
+            if len(set(alphas)) != len(alphas):
+                raise ValueError(f"confidence_level must not repeat a level, got {list(cl)}")
+            return alphas
+        return self._one_alpha(cl)
+
+    @staticmethod
+    def _one_alpha(cl) -> float:
         if isinstance(cl, bool) or not isinstance(cl, int | float | np.floating):
-            raise TypeError(f"confidence_level must be a number, got {cl!r}")
+            raise TypeError(f"confidence_level must be a number or a sequence, got {cl!r}")
         if not 0.5 <= float(cl) < 1.0:
             raise ValueError(f"confidence_level must be in [0.5, 1), got {cl!r}")
         return check_alpha(1.0 - float(cl), "1 - confidence_level")
+
+    def _multi_level(self) -> bool:
+        """True when the release holds several levels (outputs get a last axis of size L)."""
+        from dpuq.conformal.multilevel import MultiLevelCalibration
+
+        return isinstance(getattr(self, "calibration_", None), MultiLevelCalibration)
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Empirical coverage of the prediction sets or intervals on ``(X, y)``.
+
+        The share of rows whose label is in its set (classifier) or whose outcome is in its
+        interval (regressor), weighted by ``sample_weight``; with several confidence levels,
+        the mean over levels. Before ``conformalize`` there are no sets: the wrapped model's
+        own ``score(X, y)`` is returned (accuracy, R²), so scikit-learn's model selection
+        works on ``fit`` alone. Not private: evaluate on data whose privacy is not at stake
+        (test data), never on the calibration set.
+        """
+        if not hasattr(self, "threshold_"):
+            model = self._model()
+            if not hasattr(model, "score"):
+                raise TypeError(
+                    f"{type(self).__name__} is not conformalized and its estimator has no "
+                    "score method: call conformalize(X_cal, y_cal) first"
+                )
+            return float(model.score(X, y, sample_weight=sample_weight))
+        covered = self._covered(X, y)  # (n,) or (n, L)
+        if covered.ndim == 2:
+            covered = covered.mean(axis=1)
+        return float(np.average(covered, weights=sample_weight))
 
     def _rng(self) -> np.random.Generator:
         """A fresh generator for one release (derived from ``random_state``, never cached)."""
@@ -108,11 +187,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         return model.n_features_in_
 
     def __sklearn_tags__(self):
-        """Tags of a classifier/regressor whose inputs are those of the wrapped model.
-
-        The score parameter is named ``score`` (as in the conformal literature), so the
-        estimators do not inherit scikit-learn's ``score`` method from its mixins.
-        """
+        """Tags of a classifier/regressor whose inputs are those of the wrapped model."""
         from sklearn.utils import ClassifierTags, RegressorTags, get_tags
 
         tags = super().__sklearn_tags__()

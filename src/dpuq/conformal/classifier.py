@@ -8,7 +8,11 @@ from typing import Any
 import numpy as np
 
 from dpuq._validation import check_epsilon, check_probabilities
-from dpuq.conformal._base import _PrivateConformalBase
+from dpuq.conformal._base import (
+    _deprecated_score_alias,
+    _hide_deprecated_kwargs,
+    _PrivateConformalBase,
+)
 from dpuq.conformal.calibration import PrivateCalibration
 from dpuq.conformal.class_conditional import (
     ClassConditionalCalibration,
@@ -43,9 +47,13 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         The classifier. If ``prefit=False`` it must also have ``fit``.
     epsilon : float
         Privacy parameter of the calibration release, > 0 (keyword-only, no default).
-    confidence_level : float, default 0.9
-        Target coverage ``1 - alpha``; ``alpha`` must be in (0, 0.5].
-    score : {"lac", "aps", "raps"}, default "lac"
+    confidence_level : float or sequence of float, default 0.9
+        Target coverage ``1 - alpha``; ``alpha`` must be in (0, 0.5]. A sequence releases one
+        threshold per level jointly for the same total ε (``dpuq.calibrate(alpha=[...])``),
+        and ``predict_set`` returns (n, n_classes, L), as MAPIE does.
+    conformity_score : {"lac", "aps", "raps"}, default "lac"
+        The conformity score (MAPIE's name for it). ``score=`` is a deprecated alias, kept
+        for one release (it warns).
     n_bins : "auto" or int, default "auto"
     method : {"certified", "paper"}, default "certified"
         Calibration method of :func:`dpuq.calibrate` (the certified level, or Algorithm 3).
@@ -92,24 +100,26 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     _predict_verb = "predict_set"
     _estimator_type = "classifier"
 
+    @_hide_deprecated_kwargs
     def __init__(
         self,
         estimator: Any,
         *,
         epsilon: float,
         confidence_level: float = 0.9,
-        score: str = "lac",
+        conformity_score: str = "lac",
         n_bins: int | str = "auto",
         method: str = "certified",
         prefit: bool = True,
         score_params: dict | None = None,
         random_state: RandomState = None,
         class_conditional: bool = False,
-    ) -> None:
+        **deprecated: Any,
+    ) -> None:  # ``**deprecated``: the ``score=`` alias only (hidden from the signature)
         self.estimator = estimator
         self.epsilon = epsilon
         self.confidence_level = confidence_level
-        self.score = score
+        self.conformity_score = _deprecated_score_alias(conformity_score, "lac", deprecated)
         self.n_bins = n_bins
         self.method = method
         self.prefit = prefit
@@ -163,11 +173,11 @@ class PrivateConformalClassifier(_PrivateConformalBase):
 
     def _score_matrix(self, probs: np.ndarray, labels=None, rng=None) -> np.ndarray:
         params = dict(self.score_params or {})
-        if self.score in ("aps", "raps"):
+        if self.conformity_score in ("aps", "raps"):
             params.setdefault("randomized", True)
         if params.get("randomized"):
             params["random_state"] = self._rng() if rng is None else rng
-        return score_function(self.score)(probs, labels, **params)
+        return score_function(self.conformity_score)(probs, labels, **params)
 
     def _label_index(self, y) -> np.ndarray:
         y = np.asarray(y)
@@ -223,7 +233,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         """
         epsilon = check_epsilon(self.epsilon)
         alpha = self._alpha()
-        score_function(self.score)
+        score_function(self.conformity_score)
         rng = self._rng()  # one fresh generator per release, never stored
         if is_dask_collection(X_cal):  # scores computed on the workers, never gathered
             if self.class_conditional:
@@ -240,6 +250,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         what = "PrivateConformalClassifier.conformalize"
         charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
         if self.class_conditional:
+            if isinstance(alpha, list):
+                raise ValueError("class_conditional=True takes one confidence_level, not several")
             if self.method != "certified":
                 raise ValueError(
                     "class_conditional=True uses the certified rank method; "
@@ -280,9 +292,22 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         return self.classes_[np.argmax(probs, axis=1)]
 
     def predict_set(self, X) -> np.ndarray:
-        """Boolean prediction sets of shape (n, n_classes), columns in ``classes_`` order."""
+        """Boolean prediction sets of shape (n, n_classes), columns in ``classes_`` order.
+
+        With several confidence levels: shape (n, n_classes, L), levels in the order given.
+        """
         self._check_conformalized()
         matrix = self._score_matrix(self._proba(X))
+        if self._multi_level():
+            return np.stack([prediction_sets(matrix, t) for t in self.threshold_], axis=-1)
         if np.ndim(self.threshold_):  # class-conditional: column y against threshold_[y]
             return class_prediction_sets(matrix, self.threshold_)
         return prediction_sets(matrix, self.threshold_)
+
+    def _covered(self, X, y) -> np.ndarray:
+        """Whether each row's label is in its set: (n,) or (n, L)."""
+        sets = self.predict_set(X)
+        labels = self._label_index(y)
+        if labels.size != sets.shape[0]:
+            raise ValueError(f"X has {sets.shape[0]} rows but y has {labels.size}")
+        return sets[np.arange(labels.size), labels]

@@ -8,7 +8,11 @@ from typing import Any
 import numpy as np
 
 from dpuq._validation import as_array, check_array_1d, check_epsilon
-from dpuq.conformal._base import _PrivateConformalBase
+from dpuq.conformal._base import (
+    _deprecated_score_alias,
+    _hide_deprecated_kwargs,
+    _PrivateConformalBase,
+)
 from dpuq.conformal.calibration import PrivateCalibration
 from dpuq.conformal.class_conditional import calibrate_by_class, check_groups, grouped_intervals
 from dpuq.conformal.regression_scores import (
@@ -41,8 +45,8 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     [0, 1] with a **public** bound ``B`` (:mod:`dpuq.conformal.regression_scores`) and releases
     the threshold ``t`` with :func:`dpuq.calibrate`. Intervals are then
 
-    - ``score="absolute"``: ``[μ̂(x) - tB, μ̂(x) + tB]``;
-    - ``score="cqr"``: ``[q̂_lo(x) - B(2t-1), q̂_hi(x) + B(2t-1)]`` (Romano et al. 2019);
+    - ``conformity_score="absolute"``: ``[μ̂(x) - tB, μ̂(x) + tB]``;
+    - ``conformity_score="cqr"``: ``[q̂_lo(x) - B(2t-1), q̂_hi(x) + B(2t-1)]`` (Romano et al. 2019);
 
     and ``t = 1`` (no informative release at this n, α, ε) gives the whole line. For a new
     exchangeable point ``P(lower <= Y <= upper) >= confidence_level``.
@@ -57,15 +61,19 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     Parameters
     ----------
     estimator : object or callable, or a pair of them for CQR
-        ``score="absolute"``: anything with ``predict(X) -> (n,)`` or a callable ``X -> (n,)``.
-        ``score="cqr"``: a pair ``(lower, upper)`` of such estimators (e.g. two scikit-learn
+        ``conformity_score="absolute"``: anything with ``predict(X) -> (n,)`` or a callable
+        ``X -> (n,)``. ``conformity_score="cqr"``: a pair ``(lower, upper)`` of such
+        estimators (e.g. two scikit-learn
         ``GradientBoostingRegressor(loss="quantile", alpha=...)``), or one object/callable
         returning an (n, 2) array of lower and upper quantiles.
     epsilon : float
         Privacy parameter of the calibration release, > 0 (keyword-only, no default).
-    confidence_level : float, default 0.9
-        Target coverage ``1 - alpha``; ``alpha`` must be in (0, 0.5].
-    score : {"absolute", "cqr"}, default "absolute"
+    confidence_level : float or sequence of float, default 0.9
+        Target coverage ``1 - alpha``; ``alpha`` must be in (0, 0.5]. A sequence releases one
+        threshold per level jointly for the same total ε, and ``predict_interval`` returns
+        (n, 2, L), as MAPIE does.
+    conformity_score : {"absolute", "cqr"}, default "absolute"
+        (``score=`` is a deprecated alias, kept for one release; it warns.)
     bound : float
         Public bound ``B > 0`` (keyword-only, no default): residuals beyond ``B`` (for CQR,
         distances beyond ``B`` outside or inside the quantile band) all get score 1 or 0. Too
@@ -119,24 +127,26 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     _predict_verb = "predict_interval"
     _estimator_type = "regressor"
 
+    @_hide_deprecated_kwargs
     def __init__(
         self,
         estimator: Any,
         *,
         epsilon: float,
         confidence_level: float = 0.9,
-        score: str = "absolute",
+        conformity_score: str = "absolute",
         bound: float,
         n_bins: int | str = "auto",
         method: str = "certified",
         prefit: bool = True,
         random_state: RandomState = None,
         n_groups: int | None = None,
-    ) -> None:
+        **deprecated: Any,
+    ) -> None:  # ``**deprecated``: the ``score=`` alias only (hidden from the signature)
         self.estimator = estimator
         self.epsilon = epsilon
         self.confidence_level = confidence_level
-        self.score = score
+        self.conformity_score = _deprecated_score_alias(conformity_score, "absolute", deprecated)
         self.bound = bound
         self.n_bins = n_bins
         self.method = method
@@ -146,9 +156,9 @@ class PrivateConformalRegressor(_PrivateConformalBase):
 
     # ------------------------------------------------------------------ helpers
     def _check_score(self) -> str:
-        if self.score not in _SCORES:
-            raise ValueError(f"score must be one of {list(_SCORES)}, got {self.score!r}")
-        return self.score
+        if self.conformity_score not in _SCORES:
+            raise ValueError(f"score must be one of {list(_SCORES)}, got {self.conformity_score!r}")
+        return self.conformity_score
 
     def _check_params(self) -> tuple[float, float, float]:
         self._check_score()
@@ -169,7 +179,8 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     def _point(self, X) -> np.ndarray:
         if self._is_pair():
             raise TypeError(
-                "score='absolute' needs one estimator returning point predictions, not a pair"
+                "conformity_score='absolute' needs one estimator returning point predictions, "
+                "not a pair"
             )
         return check_array_1d(self._call(self._model(), X), "estimator's predictions")
 
@@ -215,8 +226,8 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             from dpuq.scale._dask import regressor_scores
 
             scores = regressor_scores(self, X_cal, y_cal)
-            described = _DESCRIBED[self.score]
-        elif self.score == "absolute":
+            described = _DESCRIBED[self.conformity_score]
+        elif self.conformity_score == "absolute":
             pred = self._point(X_cal)
             if pred.size != y.size:
                 raise ValueError(f"X_cal gave {pred.size} predictions but y_cal has {y.size}")
@@ -234,6 +245,8 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         if group_index is None:
             cal = self._release(scores, alpha, epsilon, rng)
         else:
+            if isinstance(alpha, list):
+                raise ValueError("n_groups takes one confidence_level, not several")
             if self.method != "certified":
                 raise ValueError(
                     "n_groups uses the certified rank method; "
@@ -260,13 +273,13 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         self.privacy_report_: PrivacyReport = report
         self.n_calibration_ = self.calibration_.n
         self.bound_ = bound
-        self.score_ = self.score
+        self.score_ = self.conformity_score
         return self
 
     def predict(self, X) -> np.ndarray:
         """Point predictions: ``μ̂(x)``, or for CQR the midpoint of the quantile band."""
         self._check_score()
-        if self.score == "absolute":
+        if self.conformity_score == "absolute":
             return self._point(X)
         return self._quantiles(X).mean(axis=1)
 
@@ -275,8 +288,17 @@ class PrivateConformalRegressor(_PrivateConformalBase):
 
         ``(-inf, inf)`` rows when the release was uninformative (threshold 1). With
         ``n_groups``, ``groups`` gives each row's group and the row gets its group's interval.
+        With several confidence levels: shape (n, 2, L), levels in the order given.
         """
         self._check_conformalized()
+        if self._multi_level():
+            if groups is not None:
+                raise ValueError("groups= needs a regressor conformalized with n_groups")
+            if self.score_ == "absolute":
+                fn, pred = absolute_residual_intervals, self._point(X)
+            else:
+                fn, pred = cqr_intervals, self._quantiles(X)
+            return np.stack([fn(pred, t, bound=self.bound_) for t in self.threshold_], axis=-1)
         if np.ndim(self.threshold_):  # group-conditional release
             if self.score_ == "absolute":
                 fn, pred = absolute_residual_intervals, self._point(X)
@@ -289,3 +311,12 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         if self.score_ == "absolute":
             return absolute_residual_intervals(self._point(X), self.threshold_, bound=self.bound_)
         return cqr_intervals(self._quantiles(X), self.threshold_, bound=self.bound_)
+
+    def _covered(self, X, y) -> np.ndarray:
+        """Whether each outcome is in its interval: (n,) or (n, L)."""
+        target = check_array_1d(y, "y")
+        intervals = self.predict_interval(X)
+        if target.size != intervals.shape[0]:
+            raise ValueError(f"X has {intervals.shape[0]} rows but y has {target.size}")
+        t = target if intervals.ndim == 2 else target[:, None]
+        return (intervals[:, 0] <= t) & (t <= intervals[:, 1])

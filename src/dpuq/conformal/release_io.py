@@ -201,7 +201,7 @@ def estimator_record(est) -> dict[str, Any]:
     est._check_conformalized()
     if hasattr(est, "classes_"):
         classes = [c.item() if hasattr(c, "item") else c for c in est.classes_]
-        score = {"name": est.score, **dict(est.score_params or {})}
+        score = {"name": est.conformity_score, **dict(est.score_params or {})}
         return calibration_record(
             est.calibration_,
             task="classification",
@@ -224,7 +224,9 @@ def restore_estimator(cls, rec: dict[str, Any], estimator, calibration_cls):
     if rec["task"] == "classification":
         if "bound" in rec["score"] or not hasattr(cls, "predict_set"):
             raise ValueError(f"a classification release cannot be loaded into {cls.__name__}")
-        est = cls(estimator, score=rec["score"]["name"], score_params=params or None, **common)
+        est = cls(
+            estimator, conformity_score=rec["score"]["name"], score_params=params or None, **common
+        )
         classes = np.asarray(rec.get("classes", list(range(rec["n_classes"]))))
         own = getattr(estimator, "classes_", None)
         if own is not None and not np.array_equal(np.asarray(own), classes):
@@ -234,7 +236,7 @@ def restore_estimator(cls, rec: dict[str, Any], estimator, calibration_cls):
         if not hasattr(cls, "predict_interval"):
             raise ValueError(f"a regression release cannot be loaded into {cls.__name__}")
         bound = float(rec["score"]["bound"])
-        est = cls(estimator, score=rec["score"]["name"], bound=bound, **common)
+        est = cls(estimator, conformity_score=rec["score"]["name"], bound=bound, **common)
         est.bound_, est.score_ = bound, rec["score"]["name"]
     else:
         raise ValueError(

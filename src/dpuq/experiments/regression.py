@@ -129,8 +129,8 @@ def run_regression_experiment(
             b_value = _training_bound(model, score, X[tr], y[tr]) if b == "train" else b
             for e in epsilons:
                 reg = PrivateConformalRegressor(
-                    model, epsilon=e, confidence_level=1 - alpha, score=score, bound=b_value,
-                    n_bins=plans[e], random_state=int(rng.integers(2**32)),
+                    model, epsilon=e, confidence_level=1 - alpha, conformity_score=score,
+                    bound=b_value, n_bins=plans[e], random_state=int(rng.integers(2**32)),
                 )  # fmt: skip
                 with warnings.catch_warnings():  # counted in the "whole line" column instead
                     warnings.simplefilter("ignore", UninformativeReleaseWarning)

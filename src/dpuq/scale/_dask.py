@@ -136,12 +136,12 @@ def _aligned(X, y, name_x: str, name_y: str):
 def classifier_scores(est, X, y):
     """Scores of a :class:`~dpuq.conformal.PrivateConformalClassifier` on Dask ``X``, ``y``
     (lazy, one task per row block); see :func:`dpuq.scale.partitions.score_partitions`."""
-    randomized = (est.score_params or {}).get("randomized", est.score in ("aps", "raps"))
+    randomized = (est.score_params or {}).get("randomized", est.conformity_score in ("aps", "raps"))
     if randomized:  # APS/RAPS are randomized by default for private use
         raise ValueError(
             "randomized scores draw noise per point; they are not supported on Dask input "
             "(APS/RAPS are randomized by default: pass score_params={'randomized': False} "
-            "to use the deterministic score, or use score='lac')"
+            "to use the deterministic score, or use conformity_score='lac')"
         )
     if not hasattr(est, "classes_"):
         est._set_classes()
@@ -189,7 +189,7 @@ def _regression_block(est, bound: float):
         if xb.shape[0] == 0:
             return np.empty(0)
         yv = np.asarray(yb, dtype=float)
-        if est.score == "absolute":
+        if est.conformity_score == "absolute":
             return absolute_residual_scores(est._point(xb), yv, bound=bound)
         return cqr_scores(est._quantiles(xb), yv, bound=bound)
 

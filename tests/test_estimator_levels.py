@@ -1,0 +1,83 @@
+"""The estimators with several confidence levels, ``score(X, y)`` as coverage, and the
+deprecated ``score=`` alias of ``conformity_score=``."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes, load_digits
+from sklearn.linear_model import LogisticRegression, Ridge
+
+import dpuq
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    model = LogisticRegression(max_iter=2000).fit(X[:500], y[:500])
+    return X, y, model
+
+
+def test_classifier_several_levels(digits):
+    X, y, model = digits
+    clf = dpuq.PrivateConformalClassifier(
+        model, epsilon=1.0, confidence_level=[0.8, 0.9, 0.95], random_state=0
+    ).conformalize(X[500:1500], y[500:1500])
+    sets = clf.predict_set(X[1500:])
+    assert sets.shape == (X.shape[0] - 1500, 10, 3)
+    assert np.all(sets[..., 0] <= sets[..., 1]) and np.all(sets[..., 1] <= sets[..., 2])
+    cov = sets[np.arange(len(sets)), y[1500:]].mean(axis=0)
+    assert np.all(cov >= np.array([0.8, 0.9, 0.95]) - 0.05)
+    assert clf.threshold_.shape == (3,) and clf.privacy_report_.epsilon == 1.0
+    assert clf.score(X[1500:], y[1500:]) == pytest.approx(cov.mean())
+
+
+def test_regressor_several_levels_and_score():
+    X, y = load_diabetes(return_X_y=True)
+    model = Ridge(alpha=0.1).fit(X[:150], y[:150])
+    reg = dpuq.PrivateConformalRegressor(
+        model, epsilon=5.0, bound=300.0, confidence_level=(0.8, 0.9), random_state=0
+    ).conformalize(X[150:400], y[150:400])
+    iv = reg.predict_interval(X[400:])
+    assert iv.shape == (42, 2, 2)
+    assert np.all(iv[:, 0, 1] <= iv[:, 0, 0]) and np.all(iv[:, 1, 0] <= iv[:, 1, 1])
+    single = dpuq.PrivateConformalRegressor(model, epsilon=5.0, bound=300.0, random_state=0)
+    single.conformalize(X[150:400], y[150:400])
+    iv1 = single.predict_interval(X[400:])
+    expected = np.mean((iv1[:, 0] <= y[400:]) & (y[400:] <= iv1[:, 1]))
+    assert single.score(X[400:], y[400:]) == pytest.approx(expected)
+
+
+def test_score_before_conformalize_is_the_models(digits):
+    X, y, model = digits
+    clf = dpuq.PrivateConformalClassifier(model, epsilon=1.0)
+    assert clf.score(X[1500:], y[1500:]) == pytest.approx(model.score(X[1500:], y[1500:]))
+
+
+def test_score_alias_is_deprecated_and_cloned(digits):
+    _, _, model = digits
+    with pytest.warns(FutureWarning, match="conformity_score"):
+        clf = dpuq.PrivateConformalClassifier(model, epsilon=1.0, score="aps")
+    assert clf.conformity_score == "aps" and "score" not in clf.get_params()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert clone(clf).conformity_score == "aps"
+    with pytest.raises(TypeError, match="only"):
+        dpuq.PrivateConformalClassifier(model, epsilon=1.0, score="aps", conformity_score="raps")
+    with pytest.raises(TypeError, match="unexpected"):
+        dpuq.PrivateConformalRegressor(model, epsilon=1.0, bound=1.0, scor="cqr")
+    assert callable(clf.score)  # scikit-learn's method, no longer shadowed
+
+
+def test_several_levels_refused_with_class_conditional(digits):
+    X, y, model = digits
+    clf = dpuq.PrivateConformalClassifier(
+        model, epsilon=1.0, confidence_level=[0.8, 0.9], class_conditional=True
+    )
+    with pytest.raises(ValueError, match="one confidence_level"):
+        clf.conformalize(X[500:900], y[500:900])
+    with pytest.raises(ValueError, match="repeat"):
+        dpuq.PrivateConformalClassifier(model, epsilon=1.0, confidence_level=[0.9, 0.9]).fit(X, y)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import sys
 import warnings
 
 __all__ = [
@@ -93,18 +92,19 @@ def warn_if_seeded(seed) -> None:
         )
 
 
-def report_sets(out, sets, what: str) -> int:
-    """Write prediction sets to ``out``, say how large they are, and return exit status 0."""
+def report_sets(out, sets, what: str, fmt: str | None = None) -> int:
+    """Write prediction sets to ``out`` (``"-"``: stdout, then messages go to stderr), say
+    how large they are, and return exit status 0."""
     import numpy as np
 
-    from dpuq.io import write_sets
+    from dpuq.commands._outputs import summary_stream, write_output
 
-    write_sets(out, sets, list(range(sets.shape[1])))
+    write_output(out, "sets", sets, classes=list(range(sets.shape[1])), fmt=fmt)
     sizes = sets.sum(axis=1)
     print(
         f"{sets.shape[0]} {what}; mean size {sizes.mean():.3g} of {sets.shape[1]}, empty "
-        f"{np.mean(sizes == 0):.1%}\nwrote {out}",
-        file=sys.stdout,
+        f"{np.mean(sizes == 0):.1%}\nwrote {'stdout' if str(out) == '-' else out}",
+        file=summary_stream(out),
     )
     return 0
 

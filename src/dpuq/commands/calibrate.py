@@ -14,6 +14,7 @@ from dpuq.commands._args import (  # noqa: F401  (MAX_BINS: also re-exported)
     seed_arg,
     warn_if_seeded,
 )
+from dpuq.commands._outputs import levels_arg, resolve_alpha
 from dpuq.commands._scores import (  # noqa: F401  (re-exported for dpuq predict)
     calibration_scores,
     input_mode,
@@ -104,9 +105,16 @@ def register(subparsers) -> None:
     release = p.add_argument_group("release")
     release.add_argument(
         "--alpha",
-        type=float_arg,
-        required=True,
-        help="miscoverage level in (0, 0.5]: sets cover with probability >= 1 - alpha",
+        type=levels_arg,
+        help="miscoverage level in (0, 0.5]: sets cover with probability >= 1 - alpha; a "
+        "comma-separated list (e.g. 0.05,0.1,0.2) releases one threshold per level jointly, "
+        "for the one --epsilon in total",
+    )
+    release.add_argument(
+        "--confidence-level",
+        type=levels_arg,
+        metavar="LEVEL",
+        help="instead of --alpha: the coverage 1 - alpha (e.g. 0.9, or 0.8,0.9,0.95)",
     )
     release.add_argument(
         "--epsilon", type=float_arg, required=True, help="privacy parameter > 0 (no default)"
@@ -164,7 +172,7 @@ def register(subparsers) -> None:
 
 # ----------------------------------------------------------------- the command
 def run(args: argparse.Namespace) -> int:
-    from dpuq._validation import check_alpha, check_epsilon
+    from dpuq._validation import check_epsilon
     from dpuq.commands.budget import open_ledger
     from dpuq.conformal.calibration import calibrate
     from dpuq.conformal.release_io import calibration_record
@@ -173,8 +181,13 @@ def run(args: argparse.Namespace) -> int:
     # Everything that can fail is checked before the release: a failed write after it would
     # make the user run it again and spend epsilon twice.
     out = check_output_path(args.output, "-o", (".json",), force=args.force)
-    alpha = check_alpha(args.alpha, "--alpha")
+    alpha = resolve_alpha(args)
     epsilon = check_epsilon(args.epsilon, "--epsilon")
+    if isinstance(alpha, list):
+        if getattr(args, "class_conditional", False):
+            raise ValueError("--class-conditional takes one level, not a list")
+        if args.method != "certified":
+            raise ValueError("several levels need --method certified")
     if getattr(args, "class_conditional", False):
         from dpuq.commands.class_conditional import run_calibrate
 
@@ -198,6 +211,9 @@ def run(args: argparse.Namespace) -> int:
         record = {**calibration_record(cal, **meta), "seeded": seeded}
         pending.write_text(json_text(record))
         pending.commit()
+    if isinstance(alpha, list):
+        _print_levels(cal, args, out)
+        return 0
     if not cal.informative:
         state = "NOT informative: full sets / the whole line"
     elif cal.threshold >= 1.0:
@@ -219,3 +235,19 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stdout,
     )
     return 0
+
+
+def _print_levels(cal, args, out) -> None:
+    """The summary of a joint release of several levels (released values only)."""
+    lines = [
+        f"released {len(cal.alpha)} thresholds jointly from n = {cal.n} calibration scores at "
+        f"epsilon = {cal.epsilon:g} in total (pure DP, delta = 0), bins m = {cal.n_bins}"
+    ]
+    for a, t, ok, c in zip(cal.alpha, cal.threshold, cal.informative, cal.certified_coverage,
+                           strict=True):  # fmt: skip
+        state = "informative" if ok else "NOT informative: full sets / the whole line"
+        lines.append(f"  alpha = {a:g}: threshold {t:.6g} ({state}), certified coverage {c:.4f}")
+    if args.seed is not None:
+        lines.append(SEEDED_LINE)
+    lines.append(f"wrote {out}")
+    print("\n".join(lines), file=sys.stdout)

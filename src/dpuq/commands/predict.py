@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 import numpy as np
@@ -58,9 +57,16 @@ def register(subparsers) -> None:
         "--output",
         required=True,
         metavar="FILE",
-        help="where to write the sets or intervals (.csv, .json or .npy)",
+        help="where to write the sets or intervals (.csv, .json or .npy; '-' for stdout); "
+        "an existing file is overwritten (predicting costs no privacy)",
     )
-    p.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
+    p.add_argument(
+        "--format",
+        choices=("csv", "json"),
+        default=None,
+        help="the text format with -o - (default csv)",
+    )
+    p.add_argument("--force", action="store_true", help="accepted for compatibility (no effect)")
     p.set_defaults(func=run)
 
 
@@ -104,17 +110,21 @@ def _expect(args, flag: str, task: str, score: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dpuq._validation import check_scores
+    from dpuq.commands._outputs import summary_stream, write_output
     from dpuq.conformal.regression_scores import absolute_residual_intervals, cqr_intervals
     from dpuq.conformal.scores import score_function
     from dpuq.conformal.sets import prediction_sets
-    from dpuq.io import (
-        check_output_path,
-        read_matrix,
-        write_intervals,
-    )
+    from dpuq.io import check_output_path, read_matrix
 
-    out = check_output_path(args.output, "-o", (".csv", ".json", ".npy"), force=args.force)
+    to_stdout = args.output == "-"
+    if args.format is not None and not to_stdout:
+        raise ValueError("--format applies to -o - only (files take their format from the suffix)")
+    out = (
+        "-" if to_stdout else check_output_path(args.output, "-o", (".csv", ".json", ".npy"))
+    )  # predicting costs no privacy: an existing file is overwritten
     cal = load_calibration(args.calibration)
+    if isinstance(cal.get("threshold"), list):
+        return _run_levels(args, cal, out)
     if cal.get("class_conditional"):
         from dpuq.commands.class_conditional import run_predict
 
@@ -130,13 +140,13 @@ def run(args: argparse.Namespace) -> int:
             intervals = absolute_residual_intervals(pred[:, 0], threshold, bound=score["bound"])
         else:
             intervals = cqr_intervals(pred, threshold, bound=score["bound"])
-        write_intervals(out, intervals)
+        write_output(out, "intervals", intervals, fmt=args.format)
         width = intervals[:, 1] - intervals[:, 0]
         shown = "inf" if not np.all(np.isfinite(width)) else f"{np.mean(width):.6g}"
         print(
             f"{intervals.shape[0]} intervals at threshold {threshold:.6g}{full}; "
-            f"mean width {shown}\nwrote {out}",
-            file=sys.stdout,
+            f"mean width {shown}\nwrote {'stdout' if out == '-' else out}",
+            file=summary_stream(out),
         )
         return 0
     if task == "classification":
@@ -155,4 +165,59 @@ def run(args: argparse.Namespace) -> int:
         path = _expect(args, "scores", task, name)
         matrix = check_scores(read_matrix(path, "--scores"), f"--scores {path!r}", ndim=2)
     sets = prediction_sets(matrix, threshold)
-    return report_sets(out, sets, f"prediction sets at threshold {threshold:.6g}{full}")
+    what = f"prediction sets at threshold {threshold:.6g}{full}"
+    return report_sets(out, sets, what, args.format)
+
+
+def _run_levels(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
+    """``dpuq predict`` for a joint release of several levels: one set or interval per level."""
+    from dpuq._validation import check_scores
+    from dpuq.commands._outputs import summary_stream, write_output
+    from dpuq.conformal.regression_scores import absolute_residual_intervals, cqr_intervals
+    from dpuq.conformal.scores import score_function
+    from dpuq.conformal.sets import prediction_sets
+    from dpuq.io import read_matrix
+
+    task, score = cal["task"], cal["score"]
+    name, thresholds, alphas = score["name"], cal["threshold"], cal["alpha"]
+    shown = "stdout" if out == "-" else out
+    if task == "regression":
+        pred = read_matrix(
+            _expect(args, "predictions", task, name), "--predictions",
+            columns=1 if name == "absolute" else 2,
+        )  # fmt: skip
+        fn = absolute_residual_intervals if name == "absolute" else cqr_intervals
+        arg = pred[:, 0] if name == "absolute" else pred
+        arr = np.stack([fn(arg, float(t), bound=score["bound"]) for t in thresholds], axis=-1)
+        write_output(out, "intervals", arr, levels=alphas, fmt=args.format)
+        widths = arr[:, 1] - arr[:, 0]
+        text = ", ".join(
+            f"{1 - a:g}: {np.mean(w):.6g}" if np.all(np.isfinite(w)) else f"{1 - a:g}: inf"
+            for a, w in zip(alphas, widths.T, strict=True)
+        )
+        print(f"{arr.shape[0]} intervals at {len(alphas)} levels; mean width {text}\n"
+              f"wrote {shown}", file=summary_stream(out))  # fmt: skip
+        return 0
+    if task == "classification":
+        flag = "logits" if getattr(args, "logits", None) is not None else "probs"
+        path = _expect(args, flag, task, name)
+        temperature = float(cal.get("temperature", 1.0)) if flag == "logits" else None
+        probs, _ = read_probabilities(args, temperature)
+        if probs.shape[1] != cal["n_classes"]:
+            raise ValueError(
+                f"--{flag} {path!r} has {probs.shape[1]} classes but the calibration has "
+                f"{cal['n_classes']}"
+            )
+        params = {k: v for k, v in score.items() if k != "name"}
+        matrix = score_function(name)(probs, **params)
+    else:
+        path = _expect(args, "scores", task, name)
+        matrix = check_scores(read_matrix(path, "--scores"), f"--scores {path!r}", ndim=2)
+    sets = np.stack([prediction_sets(matrix, float(t)) for t in thresholds], axis=-1)
+    write_output(out, "sets", sets, classes=list(range(sets.shape[1])), levels=alphas,
+                 fmt=args.format)  # fmt: skip
+    sizes = sets.sum(axis=1).mean(axis=0)
+    text = ", ".join(f"{1 - a:g}: {s:.3g}" for a, s in zip(alphas, sizes, strict=True))
+    print(f"{sets.shape[0]} prediction sets at {len(alphas)} levels; mean size {text} of "
+          f"{sets.shape[1]}\nwrote {shown}", file=summary_stream(out))  # fmt: skip
+    return 0

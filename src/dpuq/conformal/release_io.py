@@ -52,7 +52,9 @@ def calibration_record(
         "task": task,
         "score": dict(score) if score is not None else {"name": "user-supplied"},
         **extra,
-        "confidence_level": 1.0 - cal.alpha,
+        "confidence_level": (
+            [1.0 - a for a in cal.alpha] if isinstance(cal.alpha, tuple) else 1.0 - cal.alpha
+        ),
         **cal.to_dict(),
         "seeded": bool(cal.privacy_report.seeded),
     }
@@ -116,6 +118,8 @@ def check_calibration_record(rec: Any, label: str = "calibration") -> dict[str, 
             f"{label}: format_version {version} is newer than this dpuq reads "
             f"({CALIBRATION_FORMAT_VERSION}): upgrade dpuq"
         )
+    if isinstance(rec.get("threshold"), list):  # several levels from one joint release
+        return _check_levels_record(rec, label)
     threshold = _number(rec, "threshold", label, 0.0, 1.0)
     m = _integer(rec, "n_bins", label, 2)
     j = round(threshold * m)
@@ -247,3 +251,34 @@ def restore_estimator(cls, rec: dict[str, Any], estimator, calibration_cls):
     est.privacy_report_ = cal.privacy_report
     est.n_calibration_ = cal.n
     return est
+
+
+def _check_levels_record(rec: dict[str, Any], label: str) -> dict[str, Any]:
+    """:func:`check_calibration_record` for a joint release of several levels (lists)."""
+    m = _integer(rec, "n_bins", label, 2)
+    _integer(rec, "n", label, 1)
+    epsilon = _number(rec, "epsilon", label, 0.0, math.inf, lo_open=True)
+    keys = ("threshold", "alpha", "informative", "confidence_level")
+    lists = {k: rec.get(k) for k in keys}
+    if any(not isinstance(v, list) or not v for v in lists.values()):
+        raise ValueError(f"{label}: several levels need non-empty lists {', '.join(keys)}")
+    if len({len(v) for v in lists.values()}) != 1:
+        raise ValueError(f"{label}: fields disagree: the level lists differ in length")
+    for k, (t, a, ok, cl) in enumerate(zip(*lists.values(), strict=True)):
+        one = {"threshold": t, "alpha": a, "confidence_level": cl}
+        t = _number(one, "threshold", f"{label} level {k}", 0.0, 1.0)
+        a = _number(one, "alpha", f"{label} level {k}", 0.0, 0.5, lo_open=True)
+        cl = _number(one, "confidence_level", f"{label} level {k}", 0.5, 1.0)
+        j = round(t * m)
+        if not (1 <= j <= m and j / m == t):
+            raise ValueError(f"{label}: threshold {t!r} is not on its grid j/{m}")
+        if not isinstance(ok, bool) or (not ok and t != 1.0) or abs(cl - (1.0 - a)) > 1e-12:
+            raise ValueError(f"{label}: fields disagree at level {k}")
+    report = rec.get("privacy_report")
+    r_eps = report.get("epsilon") if isinstance(report, dict) else None
+    if report is not None and (
+        not isinstance(r_eps, int | float) or abs(r_eps - epsilon) > 1e-12 * epsilon
+    ):
+        raise ValueError(f"{label}: fields disagree: privacy_report epsilon vs epsilon")
+    _check_task(rec, label)
+    return rec

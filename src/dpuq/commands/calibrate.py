@@ -43,7 +43,8 @@ Give exactly one kind of input:
   --scores FILE                        your own conformity scores in [0, 1], one per person
                                        (low = conforms); sets are {y : S(x, y) <= threshold}
   --probs FILE --labels FILE           classification: (n, K) class probabilities (rows sum
-                                       to 1) and true class indices 0..K-1; --score lac|aps|raps
+                                       to 1) and true class indices 0..K-1;
+                                       --score lac|aps|raps|top_k
   --logits FILE --labels FILE          classification from (n, K) logits: probabilities are
                                        softmax(logits / T), T = --temperature (default 1, public:
                                        never fitted on the calibration data)

@@ -15,6 +15,8 @@ from dpuq.conformal.regression_scores import (
     absolute_residual_scores,
     cqr_intervals,
     cqr_scores,
+    residual_normalised_intervals,
+    residual_normalised_scores,
 )
 from dpuq.conformal.risk_control import (
     PrivateRiskControl,
@@ -23,7 +25,7 @@ from dpuq.conformal.risk_control import (
     interval_losses,
     risk_control,
 )
-from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores
+from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores, top_k_scores
 from dpuq.conformal.sets import prediction_sets
 
 __all__ = [
@@ -51,9 +53,12 @@ __all__ = [
     "prediction_sets",
     "public_bound",
     "raps_scores",
+    "residual_normalised_intervals",
+    "residual_normalised_scores",
     "risk_control",
     "softmax",
     "split_conformal_threshold",
+    "top_k_scores",
 ]
 
 # the estimators subclass scikit-learn's BaseEstimator: imported on first use, so that

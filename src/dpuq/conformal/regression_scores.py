@@ -39,6 +39,8 @@ __all__ = [
     "check_bound",
     "cqr_intervals",
     "cqr_scores",
+    "residual_normalised_intervals",
+    "residual_normalised_scores",
 ]
 
 
@@ -182,3 +184,50 @@ def cqr_intervals(y_quantiles, threshold: float, *, bound: float) -> np.ndarray:
     shift = b * (2.0 * t - 1.0)
     with np.errstate(over="ignore"):  # end points beyond the float range are ±inf
         return np.column_stack((q[:, 0] - shift, q[:, 1] + shift))
+
+
+def _check_std(y_std, size: int) -> np.ndarray:
+    sd = check_array_1d(y_std, "y_std")
+    if sd.size != size:
+        raise ValueError(f"y_std has {sd.size} entries but y_pred has {size}")
+    if not np.all(np.isfinite(sd)) or np.any(sd <= 0):
+        raise ValueError("y_std must be finite and > 0 (a public model's spread estimates)")
+    return sd
+
+
+def residual_normalised_scores(y_pred, y_std, y, *, bound: float) -> np.ndarray:
+    """Normalised residual ``min(|y - μ̂(x)| / (σ̂(x) B), 1)`` (MAPIE's ResidualNormalisedScore).
+
+    ``σ̂(x) > 0`` is a spread estimate from a model fitted on other people (public for the
+    calibration set); ``B`` a public bound on the normalised residual. Intervals:
+    :func:`residual_normalised_intervals`.
+
+    Examples
+    --------
+    >>> residual_normalised_scores([0.0, 0.0], [1.0, 2.0], [1.0, 1.0], bound=4.0).tolist()
+    [0.25, 0.125]
+    """
+    b = check_bound(bound)
+    p, t = _check_pair(y_pred, y)
+    sd = _check_std(y_std, p.size)
+    with np.errstate(over="ignore"):
+        return np.minimum(np.abs(t - p) / (sd * b), 1.0)
+
+
+def residual_normalised_intervals(y_pred, y_std, threshold: float, *, bound: float) -> np.ndarray:
+    """Intervals ``[μ̂ - tBσ̂, μ̂ + tBσ̂]`` from a released threshold; ``t >= 1``: the whole line.
+
+    Examples
+    --------
+    >>> residual_normalised_intervals([0.0], [2.0], 0.25, bound=4.0).tolist()
+    [[-2.0, 2.0]]
+    """
+    b = check_bound(bound)
+    t = _check_threshold(threshold)
+    p = check_array_1d(y_pred, "y_pred")
+    sd = _check_std(y_std, p.size)
+    if t >= 1.0:
+        return np.column_stack((np.full(p.size, -np.inf), np.full(p.size, np.inf)))
+    with np.errstate(over="ignore"):
+        half = t * b * sd
+        return np.column_stack((p - half, p + half))

@@ -35,7 +35,7 @@ __all__ = [
 
 CALIBRATION_FORMAT = "dpuq-calibration"
 CALIBRATION_FORMAT_VERSION = 1
-CLASSIFICATION_SCORES = ("lac", "aps", "raps")
+CLASSIFICATION_SCORES = ("lac", "aps", "raps", "top_k")
 REGRESSION_SCORES = ("absolute", "cqr")
 
 

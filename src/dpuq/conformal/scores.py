@@ -16,7 +16,7 @@ import numpy as np
 from dpuq._validation import _as_float, check_labels, check_positive_int, check_probabilities
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
-__all__ = ["aps_scores", "lac_scores", "raps_scores", "score_matrix_and_labels"]
+__all__ = ["aps_scores", "lac_scores", "raps_scores", "score_matrix_and_labels", "top_k_scores"]
 
 
 def _normalised(probs) -> np.ndarray:
@@ -119,11 +119,30 @@ def raps_scores(
     return _pick(np.minimum((aps + penalty) / scale, 1.0), labels)
 
 
-_SCORES = {"lac": lac_scores, "aps": aps_scores, "raps": raps_scores}
+def top_k_scores(probs, labels=None) -> np.ndarray:
+    """Top-K score: the rank of a label by decreasing probability, over K (MAPIE's "top_k").
+
+    ``s = (1 + #{k : p̂_k(x) > p̂_y(x)}) / K`` in (0, 1]: a set ``{y : s <= t}`` holds the
+    ``floor(tK)`` most probable labels (all tied ones too). The score ignores the values of the
+    probabilities beyond their order, so its sets have one size for every x.
+
+    Examples
+    --------
+    >>> top_k_scores([[0.5, 0.3, 0.2]], [1]).tolist()
+    [0.6666666666666666]
+    >>> top_k_scores([[0.5, 0.3, 0.2]]).tolist()
+    [[0.3333333333333333, 0.6666666666666666, 1.0]]
+    """
+    p = _normalised(probs)
+    above = (p[:, None, :] > p[:, :, None]).sum(axis=2)  # (n, K): labels strictly above
+    return _pick((1.0 + above) / p.shape[1], labels)
+
+
+_SCORES = {"lac": lac_scores, "aps": aps_scores, "raps": raps_scores, "top_k": top_k_scores}
 
 
 def score_function(name: str):
-    """The score function called ``name`` (``"lac"``, ``"aps"`` or ``"raps"``)."""
+    """The score function called ``name`` (``"lac"``, ``"aps"``, ``"raps"`` or ``"top_k"``)."""
     if name not in _SCORES:
         raise ValueError(f"score must be one of {sorted(_SCORES)}, got {name!r}")
     return _SCORES[name]

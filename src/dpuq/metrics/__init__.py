@@ -8,15 +8,27 @@ from dpuq.metrics.calibration import (
     reliability_curve,
     static_calibration_error,
 )
+from dpuq.metrics.class_coverage import coverage_by_class
 from dpuq.metrics.coverage import coverage, coverage_by_set_size, set_sizes
+from dpuq.metrics.mapie_scores import (
+    classification_coverage_score,
+    classification_mean_width_score,
+    regression_coverage_score,
+    regression_mean_width_score,
+)
 
 __all__ = [
     "ReliabilityCurve",
     "adaptive_calibration_error",
+    "classification_coverage_score",
+    "classification_mean_width_score",
     "coverage",
+    "coverage_by_class",
     "coverage_by_set_size",
     "expected_calibration_error",
     "multiclass_auc",
+    "regression_coverage_score",
+    "regression_mean_width_score",
     "reliability_curve",
     "set_sizes",
     "static_calibration_error",

@@ -81,3 +81,17 @@ def test_several_levels_refused_with_class_conditional(digits):
         clf.conformalize(X[500:900], y[500:900])
     with pytest.raises(ValueError, match="repeat"):
         dpuq.PrivateConformalClassifier(model, epsilon=1.0, confidence_level=[0.9, 0.9]).fit(X, y)
+
+
+def test_several_levels_release_file_roundtrip(digits, tmp_path):
+    X, y, model = digits
+    clf = dpuq.PrivateConformalClassifier(
+        model, epsilon=1.0, confidence_level=[0.8, 0.95], random_state=0
+    ).conformalize(X[500:1500], y[500:1500])
+    path = tmp_path / "rel.json"
+    clf.save_release(path)
+    again = dpuq.PrivateConformalClassifier.load_release(path, model)
+    np.testing.assert_array_equal(again.predict_set(X[1500:]), clf.predict_set(X[1500:]))
+    assert again.confidence_level == pytest.approx([0.8, 0.95])
+    cal = dpuq.PrivateCalibration.load(path)
+    assert cal.threshold.tolist() == clf.threshold_.tolist() and cal.alpha == clf.calibration_.alpha

@@ -162,6 +162,10 @@ def calibration_from_record(rec: dict[str, Any], calibration_cls):
 
     The class is passed in, so that this module does not import the one that imports it.
     """
+    if isinstance(rec.get("threshold"), list):  # a joint release of several levels
+        from dpuq.conformal.multilevel import MultiLevelCalibration
+
+        calibration_cls = MultiLevelCalibration
     fields = {f.name for f in dataclasses.fields(calibration_cls)}
     values = {k: v for k, v in rec.items() if k in fields and k != "privacy_report"}
     r = rec.get("privacy_report") or {}
@@ -178,6 +182,13 @@ def calibration_from_record(rec: dict[str, Any], calibration_cls):
     for key in ("threshold", "level", "gamma", "epsilon", "alpha"):
         if isinstance(values.get(key), int):
             values[key] = float(values[key])
+    if isinstance(values.get("threshold"), list):
+        import numpy as np
+
+        values["alpha"] = tuple(float(a) for a in values["alpha"])
+        for key in ("threshold", "level", "certified_coverage"):
+            values[key] = np.array([float(v) for v in values[key]])
+        values["informative"] = np.array(values["informative"], dtype=bool)
     return calibration_cls(**values)
 
 
@@ -224,7 +235,8 @@ def restore_estimator(cls, rec: dict[str, Any], estimator, calibration_cls):
 
     cal = calibration_from_record(rec, calibration_cls)
     params = {k: v for k, v in rec["score"].items() if k not in ("name", "bound")}
-    common = dict(epsilon=cal.epsilon, confidence_level=1.0 - cal.alpha, n_bins=cal.n_bins)
+    level = [1.0 - a for a in cal.alpha] if isinstance(cal.alpha, tuple) else 1.0 - cal.alpha
+    common = dict(epsilon=cal.epsilon, confidence_level=level, n_bins=cal.n_bins)
     if rec["task"] == "classification":
         if "bound" in rec["score"] or not hasattr(cls, "predict_set"):
             raise ValueError(f"a classification release cannot be loaded into {cls.__name__}")

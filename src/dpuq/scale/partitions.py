@@ -47,6 +47,6 @@ def score_partitions(model, X, y, *, score: str | None = None, **score_params):
         est = model
     else:
         est = PrivateConformalClassifier(
-            model, epsilon=1.0, score=score or "lac", score_params=score_params or None
+            model, epsilon=1.0, conformity_score=score or "lac", score_params=score_params or None
         )
     return classifier_scores(est, X, y)

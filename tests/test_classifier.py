@@ -112,7 +112,7 @@ class TestErrors:
             ({"epsilon": 0}, "epsilon"),
             ({"confidence_level": 0.3}, "confidence_level"),
             ({"confidence_level": 1.0}, "confidence_level"),
-            ({"score": "bogus"}, "score must be one of"),
+            ({"conformity_score": "bogus"}, "score must be one of"),
             ({"n_bins": 1}, "n_bins"),
         ],
     )

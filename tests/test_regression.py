@@ -264,7 +264,7 @@ class TestErrors:
     def test_bad_parameters_name_the_argument(self, rng):
         x, y = linear_data(rng, 300)
         cases = [
-            ({"score": "quantile"}, ValueError, "score"),
+            ({"conformity_score": "quantile"}, ValueError, "conformity_score"),
             ({"epsilon": 0.0}, ValueError, "epsilon"),
             ({"confidence_level": 0.3}, ValueError, "confidence_level"),
             ({"confidence_level": 1.0}, ValueError, "confidence_level"),

@@ -187,7 +187,7 @@ def test_classifier_conformalize_on_dask_equals_memory(client):
     model = sklearn.LogisticRegression().fit(X[:1_000], y[:1_000])
     Xc, yc = X[1_000:], y[1_000:]
     for score, params in (("lac", None), ("aps", {"randomized": False})):
-        kw = {"epsilon": 1.0, "score": score, "score_params": params, "random_state": 3}
+        kw = {"epsilon": 1.0, "conformity_score": score, "score_params": params, "random_state": 3}
         ref = dpuq.PrivateConformalClassifier(model, **kw)
         ref.conformalize(Xc, yc)
         got = dpuq.PrivateConformalClassifier(model, **kw)

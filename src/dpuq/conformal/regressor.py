@@ -157,7 +157,9 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     # ------------------------------------------------------------------ helpers
     def _check_score(self) -> str:
         if self.conformity_score not in _SCORES:
-            raise ValueError(f"score must be one of {list(_SCORES)}, got {self.conformity_score!r}")
+            raise ValueError(
+                f"conformity_score must be one of {list(_SCORES)}, got {self.conformity_score!r}"
+            )
         return self.conformity_score
 
     def _check_params(self) -> tuple[float, float, float]:

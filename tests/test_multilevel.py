@@ -164,6 +164,8 @@ def test_calibrate_several_levels_bad_input():
         dpuq.calibrate(s, alpha=[0.1, 0.2], epsilon=1.0, method="paper")
     with pytest.raises(ValueError, match="alpha"):
         dpuq.calibrate(s, alpha=[0.1, 0.7], epsilon=1.0)
+    with pytest.raises(ValueError, match="too many ordered tuples"):  # before any charge
+        dpuq.calibrate(s, alpha=list(np.linspace(0.05, 0.5, 12)), epsilon=1.0, n_bins=5000)
 
 
 def test_uninformative_level_is_full_and_warned():

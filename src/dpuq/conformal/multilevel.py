@@ -20,7 +20,12 @@ import numpy as np
 
 from dpuq._validation import check_alpha, check_epsilon, check_n_bins
 from dpuq.ledger import charge
-from dpuq.mechanisms.joint_quantiles import joint_quantiles, joint_union_sizes
+from dpuq.mechanisms.joint_quantiles import (
+    _MAX_TUPLES,
+    joint_quantiles,
+    joint_union_sizes,
+    n_ordered_tuples,
+)
 from dpuq.mechanisms.quantile import bin_edges
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning import _cert, _certified_rho, _level_from_rho, auto_n_bins
@@ -128,6 +133,11 @@ def joint_plan(n: int, alphas, epsilon: float, n_bins: int | str = "auto"):
         m = choices[(n_levels - 1) // 2]  # the median level's choice at ε/L (data-free)
     else:
         m = check_n_bins(n_bins)
+    if n_ordered_tuples(m, n_levels) >= _MAX_TUPLES:  # refused before any data or budget
+        raise ValueError(
+            f"{n_levels} levels over {m} bins give too many ordered tuples for the exact "
+            "joint sampler; use fewer levels or a smaller n_bins"
+        )
     order = sorted(range(n_levels), key=lambda i: -alphas[i])  # increasing rank
     active = list(order)
     level = np.full(n_levels, math.inf)

@@ -60,6 +60,7 @@ __all__ = [
 #: Laws of the number of runs: the truncated negative binomial (shape ``η``), the geometric
 #: (``η = 1``) and the Poisson.
 DISTRIBUTIONS = ("truncated_negative_binomial", "geometric", "poisson")
+_TWO64 = 2.0**64
 
 
 def bernoulli_rational(p: Fraction, rng: np.random.Generator) -> bool:
@@ -75,6 +76,27 @@ def bernoulli_rational(p: Fraction, rng: np.random.Generator) -> bool:
     if p >= 1:
         return True
     return uniform_below(uniform_bits(rng), 64, Fraction(0), Fraction(p), rng)
+
+
+def _accept(a: float, n_roundings: int, exact, rng: np.random.Generator) -> bool:
+    """Exact Bernoulli(``A``) for a rational ``A = exact()`` in [0, 1] known as a float ``a``.
+
+    ``a`` is ``A`` computed with at most ``n_roundings`` roundings of relative ``2^-53`` each
+    (products and quotients of exactly represented or once-rounded numbers), so
+    ``|A - a| <= 2 n_roundings 2^-53 a`` (a generous bound). The 64-bit uniform word decides
+    when it is clear of that interval; otherwise (rarely) ``exact()`` decides exactly.
+    """
+    u = uniform_bits(rng)
+    if a > 1e-290:
+        err = 2.0 * n_roundings * 2.0**-53
+        if u + 1 <= math.floor(a * (1.0 - err) * _TWO64):
+            return True
+        if a * (1.0 + err) < 1.0 and u >= math.ceil(a * (1.0 + err) * _TWO64):
+            return False
+    p = exact()
+    if p >= 1:
+        return True
+    return uniform_below(u, 64, Fraction(0), Fraction(p), rng)
 
 
 def _geometric_failures(q: Fraction, rng: np.random.Generator) -> int:
@@ -215,11 +237,18 @@ def sample_repetitions(
             raise ValueError(f"mu must be > 0, got {mu!r}")
         base = m + 1  # proposal: P(G = k) ∝ (μ/(μ+1))^k on k >= 0, h(k) = (μ+1)^k / k!
         k_star = math.floor(base)
+        bf = float(base)
         while True:
             k = _geometric_failures(m / base, rng)
-            # a_k = (μ+1)^(k-k*) k*!/k! <= 1
-            a = base ** (k - k_star) * Fraction(math.factorial(k_star), math.factorial(k))
-            if bernoulli_rational(a, rng):
+            # a_k = (μ+1)^(k-k*) k*!/k! <= 1, a product of |k - k*| factors
+            if k >= k_star:
+                a = math.prod(bf / j for j in range(k_star + 1, k + 1))
+            else:
+                a = math.prod(j / bf for j in range(k + 1, k_star + 1))
+            exact = lambda k=k: base ** (k - k_star) * Fraction(  # noqa: E731
+                math.factorial(k_star), math.factorial(k)
+            )
+            if _accept(a, 8 * (abs(k - k_star) + 1), exact, rng):
                 return k
     if distribution == "geometric":
         eta = 1.0
@@ -235,12 +264,19 @@ def sample_repetitions(
     while rho * (k_star + e) / (k_star + 1) > 1:
         h_star *= rho * (k_star + e) / (k_star + 1)
         k_star += 1
+    rf, ef, hf = float(rho), float(eta), float(h_star)
     while True:
         k = 1 + _geometric_failures(1 - s, rng)
-        a = Fraction(1)
-        for l_ in range(1, k):  # h(k)/h(1) built up factor by factor
-            a *= rho * (l_ + e) / (l_ + 1)
-        if bernoulli_rational(a / h_star, rng):
+        # a_k = h(k)/h(k*), h(k)/h(1) = ∏_{l=1}^{k-1} ρ (l+η)/(l+1)
+        a = math.prod(rf * (l_ + ef) / (l_ + 1) for l_ in range(1, k)) / hf
+
+        def exact(k=k):
+            out = Fraction(1)
+            for l_ in range(1, k):
+                out *= rho * (l_ + e) / (l_ + 1)
+            return out / h_star
+
+        if _accept(a, 8 * (k + k_star + 2), exact, rng):
             return k
 
 

@@ -194,18 +194,27 @@ def _noisy_runs(true_scores):
     return run
 
 
-def test_private_selection_total_budget_and_report(tmp_path):
-    from dpuq.ledger import Ledger
+def test_private_selection_total_budget_report_and_ledger(tmp_path):
+    from dpuq.ledger import BudgetExceededError, Ledger
 
-    led = Ledger(tmp_path / "l.json", create=True)
-    led.set_budget("d", 10.0, 1e-5) if hasattr(led, "set_budget") else None
-    run = _noisy_runs({"a": 0.0, "b": 50.0})
-    res = private_selection(["a", "b"], run, epsilon=3.0, delta=1e-6, random_state=1)
-    assert res.privacy_report.epsilon <= 3.0 + 1e-9
-    assert res.privacy_report.epsilon > 2.9  # the budget is spent, not wasted
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", 4.0, 1e-5)
+    calls = []
+
+    def run(c, b, rng):
+        calls.append(c)
+        return _noisy_runs({"a": 0.0, "b": 50.0})(c, b, rng)
+
+    res = private_selection(["a", "b"], run, epsilon=3.0, delta=1e-6, random_state=1,
+                            ledger=led, dataset="d")  # fmt: skip
+    assert 2.9 < res.privacy_report.epsilon <= 3.0 + 1e-9  # spent, not wasted
     assert res.privacy_report.seeded
     assert res.candidate == "b"  # 50 vs 0 at per-run ε ~ 0.5: the best candidate wins
-    assert not any("run" in str(v) and isinstance(v, int) for v in res.privacy_report.details)
+    assert abs(led.status("d").spent_epsilon - res.privacy_report.epsilon) < 1e-9
+    n_calls = len(calls)
+    with pytest.raises(BudgetExceededError):  # refused before any run
+        private_selection(["a"], run, epsilon=3.0, delta=1e-6, ledger=led, dataset="d")
+    assert len(calls) == n_calls
 
 
 def test_private_selection_pure_liu_talwar_and_poisson_empty():

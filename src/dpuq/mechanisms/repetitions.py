@@ -245,9 +245,10 @@ def sample_repetitions(
                 a = math.prod(bf / j for j in range(k_star + 1, k + 1))
             else:
                 a = math.prod(j / bf for j in range(k + 1, k_star + 1))
-            exact = lambda k=k: base ** (k - k_star) * Fraction(  # noqa: E731
-                math.factorial(k_star), math.factorial(k)
-            )
+
+            def exact(k=k):
+                return base ** (k - k_star) * Fraction(math.factorial(k_star), math.factorial(k))
+
             if _accept(a, 8 * (abs(k - k_star) + 1), exact, rng):
                 return k
     if distribution == "geometric":

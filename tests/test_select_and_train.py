@@ -69,6 +69,13 @@ def test_bad_candidates_refused_before_charging(tmp_path):
         select_and_train(lambda c: torch.nn.Sequential(torch.nn.Linear(2, 2),
                                                        torch.nn.BatchNorm1d(2)),
                          _data(), CANDS, epsilon=2.0, delta=1e-5)  # fmt: skip
+    x, y = _data()
+    with pytest.raises(ValueError, match="labels outside"):
+        select_and_train(_model, (x, y + 5), CANDS, epsilon=2.0, delta=1e-5, ledger=led,
+                         dataset="people")  # fmt: skip
+    with pytest.raises(ValueError, match="validation_data"):
+        select_and_train(_model, (x, y), CANDS, epsilon=2.0, delta=1e-5,
+                         relation="add/remove-one")  # fmt: skip
     assert led.status("people").spent_epsilon == 0.0
 
 

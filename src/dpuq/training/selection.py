@@ -161,7 +161,9 @@ def select_and_train(
     SelectionResult
         ``artifact``: the trained model; ``candidate``: its settings; ``score``: its noisy
         number of correct validation predictions; ``privacy_report``: the total; its
-        ``details`` give each candidate's σ and per-run ε.
+        ``details`` give each candidate's σ and per-run ε. With ``distribution="poisson"``
+        no run may be made (``K = 0``): then ``artifact``, ``candidate`` and ``score`` are
+        None.
 
     Examples
     --------
@@ -174,6 +176,7 @@ def select_and_train(
     >>> res.privacy_report.epsilon <= 4.0
     True
     """
+    from dpuq.training.batches import as_tensors, check_label_range, n_outputs
     from dpuq.training.train import check_private_model, predict_proba, train_classifier
 
     if method != "dpsgd":
@@ -185,14 +188,30 @@ def select_and_train(
         raise TypeError("model_fn must be callable: candidate -> torch.nn.Module")
     if not (isinstance(data, tuple | list) and len(data) == 2):
         raise TypeError("data must be an (X, y) pair")
+    if validation_data is not None and not (
+        isinstance(validation_data, tuple | list) and len(validation_data) == 2
+    ):
+        raise TypeError("validation_data must be an (X, y) pair")
+    if validation_data is None and rel is Relation.ADD_REMOVE:
+        raise ValueError(
+            "under add/remove-one the number of people is not public, so a random split of "
+            "them is not data-free: pass validation_data= (disjoint validation people)"
+        )
+    if len(data[0]) != len(data[1]):
+        raise ValueError("data: X and y must have the same number of rows")
     split_rng = check_random_state(random_state)
     (x_tr, y_tr), (x_va, y_va) = _split(data, validation_data, validation_fraction, split_rng)
     n_train, n_val = len(y_tr), len(y_va)
     cands = [_check_candidate(c, n_train) for c in candidates]
     if not cands:
         raise ValueError("candidates is empty: nothing to select from")
-    for c in cands:
-        check_private_model(model_fn(c))
+    t_tr, t_va = as_tensors((x_tr, y_tr)), as_tensors((x_va, y_va))
+    for c in cands:  # everything a run checks, checked before anything is charged
+        net = model_fn(c)
+        check_private_model(net)
+        k = n_outputs(net, t_tr[0][:1])
+        check_label_range(t_tr[1], k, "data")
+        check_label_range(t_va[1], k, "validation_data")
     factor = 2.0 if rel is Relation.REPLACE_ONE else 1.0
     y_va_np = np.asarray(y_va)
 

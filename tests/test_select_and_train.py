@@ -92,3 +92,16 @@ def test_replace_one_rdp_curve_is_a_valid_bound():
     e_curve = rdp_to_epsilon(o, rdp_curve(0.1, 1.5, 100, o), 1e-5)
     e_add_remove = rdp_epsilon(0.1, [1.5] * 100, 1e-5, relation="add/remove-one")
     assert e_add_remove < e_curve < 3 * e_add_remove
+
+
+def test_add_remove_curve_matches_dp_accounting_public_accountant():
+    """rdp_curve uses dp-accounting's sampled-Gaussian RDP; pin it to the public accountant."""
+    import dp_accounting as dpa
+
+    from dpuq.mechanisms.selection import rdp_to_epsilon
+
+    o = np.array([1.5, 2, 3, 4, 8, 16, 32, 64])
+    acc = dpa.rdp.RdpAccountant(orders=list(o))
+    acc.compose(dpa.PoissonSampledDpEvent(0.02, dpa.GaussianDpEvent(1.3)), 500)
+    ours = rdp_to_epsilon(o, rdp_curve(0.02, 1.3, 500, o, relation="add/remove-one"), 1e-5)
+    assert abs(ours - acc.get_epsilon(1e-5)) < 1e-9

@@ -66,10 +66,7 @@ ERM_SKIPPED = {
     "check_fit2d_predict1d": _X_BY_CONCEPTS,
 }
 CONFORMAL_SKIPPED: dict[str, str] = {}
-REGRESSOR_SKIPPED = {
-    **CONFORMAL_SKIPPED,
-    "check_supervised_y_2d": "y's shape is checked by the wrapped model (Ridge accepts (n, 1))",
-}
+REGRESSOR_SKIPPED: dict[str, str] = {}
 
 
 def _expected_failures(estimator) -> dict[str, str]:

@@ -203,6 +203,11 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         """Train the estimator(s) on training data when ``prefit=False``; returns self."""
         self._check_params()
         if not self.prefit:
+            shape = getattr(y, "shape", None)
+            if shape is not None and len(shape) == 2 and shape[1] == 1:  # column: warn, flatten
+                from sklearn.utils.validation import column_or_1d
+
+                y = column_or_1d(y, warn=True)
             self._fit_model(X, y)
         return self
 

@@ -95,3 +95,21 @@ def test_several_levels_release_file_roundtrip(digits, tmp_path):
     assert again.confidence_level == pytest.approx([0.8, 0.95])
     cal = dpuq.PrivateCalibration.load(path)
     assert cal.threshold.tolist() == clf.threshold_.tolist() and cal.alpha == clf.calibration_.alpha
+
+
+def test_cqr_several_levels():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1500, 1))
+    y = x[:, 0] + rng.normal(size=1500)
+
+    def band(X):
+        return np.column_stack((X[:, 0] - 1.0, X[:, 0] + 1.0))
+
+    reg = dpuq.PrivateConformalRegressor(
+        band, epsilon=2.0, bound=4.0, conformity_score="cqr", confidence_level=[0.8, 0.9],
+        random_state=0,
+    ).conformalize(x[:1000], y[:1000])  # fmt: skip
+    iv = reg.predict_interval(x[1000:])
+    assert iv.shape == (500, 2, 2)
+    cov = dpuq.regression_coverage_score(y[1000:], iv)
+    assert np.all(cov >= np.array([0.8, 0.9]) - 0.05) and cov[1] >= cov[0]

@@ -192,3 +192,9 @@ def test_loss_helpers():
     assert il.tolist() == [[0.0, 0.0, 0.0], [1.0, 0.5, 0.0]]
     with pytest.raises(ValueError, match="end at 1"):
         false_negative_losses([[1]], [[0.5]], [0.0, 0.5])
+    # a finite last lambda is a settings error whatever the residuals (never data-dependent)
+    for y in ([0.0, 0.1], [0.0, 99.0]):
+        with pytest.raises(ValueError, match="end with inf"):
+            interval_losses(y, [0.0, 0.0], [0.0, 1.0, 5.0])
+    with pytest.raises(ValueError, match="finite"):
+        interval_losses([np.nan, 1.0], [0.0, 0.0], [0.0, np.inf])

@@ -268,7 +268,9 @@ def interval_losses(y, y_pred, lambdas, *, bound: float | None = None) -> np.nda
 
     ``bound=None``: miscoverage ``1{|y - ŷ| > λ}``. With a public ``bound`` B > 0: the
     distance outside the interval over B, capped at 1, ``min(max(|y - ŷ| - λ, 0) / B, 1)``.
-    Nonincreasing in λ; the last λ must be ``inf`` (or large enough) for every loss to be 0.
+    Nonincreasing in λ. The last λ must be ``inf`` (the whole line, loss 0 for everyone): a
+    finite "large enough" last value would make the error "some residual exceeds it" depend on
+    the data, so it is refused as a setting, before anything is released.
 
     Examples
     --------
@@ -284,6 +286,10 @@ def interval_losses(y, y_pred, lambdas, *, bound: float | None = None) -> np.nda
         raise ValueError("y and y_pred must have the same length")
     if lam.ndim != 1 or lam.size < 2 or np.any(np.diff(lam) <= 0) or lam[0] < 0:
         raise ValueError("lambdas must be >= 0 and strictly increasing")
+    if lam[-1] != np.inf:
+        raise ValueError("lambdas must end with inf (the whole line, where every loss is 0)")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(f))):
+        raise ValueError("y and y_pred must be finite")
     residual = np.abs(t - f)[:, None]
     if bound is None:
         return (residual > lam[None, :]).astype(float)

@@ -26,7 +26,7 @@ from dpuq._validation import (
     check_positive_int,
     check_scores,
 )
-from dpuq.ledger import charge
+from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, private_quantile_from_counts
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning import (
@@ -297,11 +297,17 @@ def calibrate(
         epsilon,
         what="calibrate: private conformal threshold",
         seeded=random_state is not None,
+        settings={"alpha": alpha, "n": n, "method": method, "n_bins": m},
     )
     notes: list[str] = []
     if informative:
         threshold = private_quantile_from_counts(
-            counts, level, epsilon, check_random_state(random_state), utility=utility
+            counts,
+            level,
+            epsilon,
+            check_random_state(random_state),
+            utility=utility,
+            ledger=CALLER_CHARGED,
         )
     else:
         threshold = 1.0

@@ -21,15 +21,16 @@ The code computes the equivalent weights ``exp(-ε · count / 2)`` from integer 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin
 
-from dpuq._estimator import NotFittedError, PrivateEstimator
+from dpuq._estimator import NotFittedError, PrivateEstimator, RepeatedReleaseWarning
 from dpuq._validation import check_epsilon, check_in_open_unit, check_positive_int
 from dpuq.learning.concepts import ConceptClass, as_concept_class, check_binary_labels
-from dpuq.ledger import charge
+from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
@@ -129,12 +130,30 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
             samples, non-finite features or labels that are not 0/1.
         """
         epsilon = check_epsilon(self.epsilon)
+        if hasattr(self, "concept_index_"):  # the estimator's own state, never the data
+            warnings.warn(
+                "this PrivateERMClassifier already holds a release: fit again spends "
+                f"epsilon = {epsilon:g} again on the training people (the costs add up)",
+                RepeatedReleaseWarning,
+                stacklevel=2,
+            )
         rng = self._release_rng()  # fresh per release, never stored
         cc, counts, n = self._counts(X, y)
         what = "PrivateERMClassifier.fit"
-        charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
+        charge(
+            ledger,
+            dataset,
+            epsilon,
+            what=what,
+            seeded=self.random_state is not None,
+            settings={"n": n, "n_concepts": int(cc.n_concepts)},
+        )
         index = exponential_mechanism(
-            -counts.astype(float), epsilon=epsilon, sensitivity=1.0, random_state=rng
+            -counts.astype(float),
+            epsilon=epsilon,
+            sensitivity=1.0,
+            random_state=rng,
+            ledger=CALLER_CHARGED,
         )
         self.concepts_ = cc
         if getattr(X, "ndim", None) == 2:

@@ -60,9 +60,9 @@ from dpuq._ledger_schema import (
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
+    "CALLER_CHARGED",
     "BudgetError",
     "BudgetExceededError",
-    "CALLER_CHARGED",
     "Ledger",
     "LedgerRequiredError",
     "Receipt",
@@ -72,6 +72,7 @@ __all__ = [
     "compose_costs",
     "default_ledger_path",
     "ledger_required",
+    "release_trail",
 ]
 
 #: Relative slack on the budget comparison (float sums of decimal costs; 5 x 0.2 == 1).
@@ -420,6 +421,8 @@ class Ledger:
         what: str,
         output: str | os.PathLike | None = None,
         seeded: bool = False,
+        settings: dict | None = None,
+        note: str | None = None,
     ) -> Iterator[Receipt]:
         """Reserve (committed on entry), run the block, record ``released`` or ``failed``.
 
@@ -432,7 +435,15 @@ class Ledger:
         [('a count', 0.25, 'released')]
         """
         receipt = self.reserve(
-            dataset, epsilon, delta, relation, what=what, output=output, seeded=seeded
+            dataset,
+            epsilon,
+            delta,
+            relation,
+            what=what,
+            output=output,
+            seeded=seeded,
+            settings=settings,
+            note=note,
         )
         try:
             yield receipt
@@ -462,6 +473,45 @@ class Receipt:
     def finish(self, status: str = "released") -> None:
         """Record the outcome; the cost stays counted whatever it is."""
         self.ledger._finish(self.id, status, self._output)
+
+
+def release_trail(
+    receipt: Receipt | None, what: str, *, dataset: str | None = None, note: str | None = None
+) -> dict:
+    """The paper trail of one release, for its file and report: what was released, when, by
+    which dpuq, from which data set, which ledger entry paid for it (ε, δ, relation) and what is
+    left of the budget (the ledger's own numbers), or that no ledger was used.
+
+    Never a hash or fingerprint of the data: it would be a deterministic function of the data,
+    not private.
+
+    >>> release_trail(None, "a count")["ledger"] is None
+    True
+    """
+    from dpuq._version import __version__
+
+    trail = {
+        "released": what,
+        "released_at": now(),
+        "dpuq_version": __version__,
+        "dataset": receipt.dataset if receipt is not None else dataset,
+        "note": note,
+        "ledger": None,
+    }
+    if receipt is not None:
+        status = receipt.ledger.status(receipt.dataset)
+        trail["ledger"] = {
+            "path": str(receipt.ledger.path),
+            "entry": receipt.id,
+            "charged epsilon": receipt.epsilon,
+            "charged delta": receipt.delta,
+            "relation": receipt.relation,
+            "budget epsilon": status.budget_epsilon,
+            "budget delta": status.budget_delta,
+            "remaining epsilon": status.remaining_epsilon,
+            "remaining delta": status.remaining_delta,
+        }
+    return trail
 
 
 class LedgerRequiredError(BudgetError):

@@ -49,6 +49,12 @@ def add_ledger_arguments(parser, *, required_dataset: bool = False) -> None:
         help="the data set whose budget pays for this"
         + ("" if required_dataset else " (charged before the release runs)"),
     )
+    if not required_dataset:  # a releasing command
+        group.add_argument(
+            "--note",
+            metavar="TEXT",
+            help="a note kept with the ledger entry (e.g. the purpose); never put data in it",
+        )
 
 
 def open_ledger(args, *, create: bool = False):

@@ -57,6 +57,12 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
                 stacklevel=stacklevel,
             )
 
+    def _record_trail(self, receipt, what: str) -> None:
+        """Keep the paper trail of the release just made (public: the ledger's numbers)."""
+        from dpuq.ledger import release_trail
+
+        self.release_trail_ = release_trail(receipt, what)
+
     def _release(self, scores, alpha: float, epsilon: float, rng):
         """The marginal ε-DP threshold of these calibration scores (:func:`dpuq.calibrate`);
         the caller charged the ledger."""

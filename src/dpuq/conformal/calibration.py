@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -26,7 +26,7 @@ from dpuq._validation import (
     check_positive_int,
     check_scores,
 )
-from dpuq.ledger import CALLER_CHARGED, charge
+from dpuq.ledger import CALLER_CHARGED, charge, release_trail
 from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, private_quantile_from_counts
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning import (
@@ -93,6 +93,8 @@ class PrivateCalibration:
     privacy_report: PrivacyReport
     method: str = "certified"
     certified_coverage: float = 1.0
+    #: the paper trail (:func:`dpuq.ledger.release_trail`): what, when, ledger entry, budget left
+    trail: dict | None = field(default=None, compare=False, repr=False)
 
     @property
     def confidence_level(self) -> float:
@@ -113,6 +115,7 @@ class PrivateCalibration:
             "privacy_report": self.privacy_report.to_dict(),
             "method": self.method,
             "certified_coverage": self.certified_coverage,
+            **({"trail": self.trail} if self.trail is not None else {}),
         }
 
     def save(self, path, *, overwrite: bool = False) -> None:
@@ -291,7 +294,8 @@ def calibrate(
         informative = math.isfinite(level)
         cover = _cert(n, level * n, epsilon, m) if informative else 1.0
         utility = "rank"
-    charge(
+    where = {"dataset": dataset} if isinstance(dataset, str) else {}
+    receipt = charge(
         ledger,
         dataset,
         epsilon,
@@ -372,6 +376,7 @@ def calibrate(
         privacy_report=report,
         method=method,
         certified_coverage=float(cover),
+        trail=None if ledger is CALLER_CHARGED else release_trail(receipt, "calibrate", **where),
     )
 
 

@@ -179,8 +179,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         bad = classes[pos_clipped] != y
         if bad.any():
             raise ValueError(
-                f"y_cal has label(s) not among the estimator's classes {classes.tolist()} (no "
-                "count or value is shown: they depend on the data)"
+                f"y_cal has label(s) not among the classes {classes.tolist()} of the "
+                "estimator (no count or value is shown: they depend on the data)"
             )
         return pos
 
@@ -247,7 +247,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         what = "PrivateConformalClassifier.conformalize"
         if labels is not None and self.class_conditional:
             check_labels(labels, len(self.classes_), labels.size, "y_cal")
-        charge(
+        receipt = charge(
             ledger,
             dataset,
             epsilon,
@@ -284,6 +284,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         )
         self.privacy_report_: PrivacyReport = self.calibration_.privacy_report
         self.n_calibration_ = self.calibration_.n
+        self._record_trail(receipt, what)
         return self
 
     def predict_proba(self, X) -> np.ndarray:

@@ -240,7 +240,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             described = _DESCRIBED["cqr"]
         rng = self._rng()  # one fresh generator per release, never stored
         what = "PrivateConformalRegressor.conformalize"
-        charge(
+        receipt = charge(
             ledger,
             dataset,
             epsilon,
@@ -284,6 +284,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         )
         self.privacy_report_: PrivacyReport = report
         self.n_calibration_ = self.calibration_.n
+        self._record_trail(receipt, what)
         self.bound_ = bound
         self.score_ = self.score
         whole = np.asarray(self.threshold_) >= 1.0

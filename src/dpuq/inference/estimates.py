@@ -310,8 +310,8 @@ def private_trimmed_mean(
 ) -> PrivateEstimate:
     """Release the trimmed mean with ``Laplace(R/((n - 2k) ε))``, ``k = floor(trim n)``; ε-DP.
 
-    Parameters are those of :func:`private_mean` (``ledger``/``dataset`` too), plus ``trim`` in [0, 0.5), the proportion
-    dropped at each end.
+    Parameters are those of :func:`private_mean` (``ledger``/``dataset`` too), plus ``trim``
+    in [0, 0.5), the proportion dropped at each end.
 
     Examples
     --------

@@ -87,7 +87,7 @@ RELEASES = {
         upper=2.0,
         random_state=r,
         **k,
-    ),  # fmt: skip
+    ),
     "PrivateConformalClassifier": lambda r, **k: dpuq.PrivateConformalClassifier(
         _identity, epsilon=1.0, random_state=0
     ).conformalize(PROBS, LABELS, **k),

@@ -81,7 +81,10 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
     concept_ : dict
         The released concept's parameters (e.g. feature, threshold, sign).
     concepts_ : ConceptClass
-        The (public) concept class.
+        What the learner keeps of the class to predict: the public grid class itself, or
+        (for :class:`TabulatedConcepts` and :class:`ConceptList`) the released concept alone.
+        Pickles hold no table or callables beyond it: the ``concepts`` parameter of those two
+        classes is left out of a pickle (set it again with ``set_params`` to refit).
     classes_ : ndarray
         ``array([0, 1])``.
     privacy_report_ : PrivacyReport
@@ -155,7 +158,9 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
             random_state=rng,
             ledger=CALLER_CHARGED,
         )
-        self.concepts_ = cc
+        # a fitted learner keeps only what was released: for a table or a list of
+        # callables, the released concept alone (TabulatedConcepts.released)
+        self.concepts_, self._position = cc.released(index)
         if getattr(X, "ndim", None) == 2:
             self.n_features_in_ = int(X.shape[1])
         self.concept_index_ = int(index)
@@ -185,7 +190,7 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
     def predict(self, X) -> np.ndarray:
         """Labels (0/1) given by the released concept."""
         self._check_fitted()
-        return self.concepts_.predict(self.concept_index_, X)
+        return self.concepts_.predict(getattr(self, "_position", self.concept_index_), X)
 
     def score(self, X, y) -> float:
         """Accuracy of the released concept on ``(X, y)``."""
@@ -220,6 +225,15 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False  # labels are 0/1
         return tags
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        from dpuq.learning.finite_concepts import ConceptList, TabulatedConcepts
+
+        if isinstance(state.get("concepts"), TabulatedConcepts | ConceptList):
+            # a table or callables may hold more than the release: never pickled
+            state["concepts"] = None
+        return state
 
 
 def pac_sample_complexity(n_concepts: int, alpha: float, beta: float, epsilon: float) -> int:

@@ -221,3 +221,47 @@ def test_cli_class_conditional_refuses_paper_before_the_charge(tmp_path, capsys)
     )  # fmt: skip
     assert code == 2 and "certified" in err
     assert led.releases("d") == []
+
+
+# --------------------------------------------------------------------------- prediction time
+def test_predict_refuses_a_score_input_mismatch(tmp_path, capsys):
+    np.save(tmp_path / "z.npy", np.log(PROBS))
+    np.save(tmp_path / "p.npy", PROBS)
+    np.savetxt(tmp_path / "y.csv", LABELS, fmt="%d")
+    common = ["--labels", tmp_path / "y.csv", "--alpha", 0.1, "--epsilon", 1]
+    assert run_cli(capsys, "calibrate", "--logits", tmp_path / "z.npy", "--temperature", 2,
+                   *common, "-o", tmp_path / "l.json")[0] == 0  # fmt: skip
+    assert run_cli(capsys, "calibrate", "--probs", tmp_path / "p.npy", *common,
+                   "-o", tmp_path / "p.json")[0] == 0  # fmt: skip
+    rec = json.loads((tmp_path / "p.json").read_text())
+    assert rec["input"] == "probabilities" and rec["classes"] == [0, 1, 2]
+    assert rec["format_version"] == 2
+    for cal, flag, data, needle in [
+        ("l.json", "--probs", "p.npy", "calibrated on logits (softmax temperature 2)"),
+        ("p.json", "--logits", "z.npy", "calibrated on probabilities"),
+    ]:
+        code, _, err = run_cli(capsys, "predict", "--calibration", tmp_path / cal, flag,
+                               tmp_path / data, "-o", tmp_path / "s.npy")  # fmt: skip
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "s.npy").exists()
+    # a version-1 file from probabilities has no "input": still read as probabilities
+    old = {k: v for k, v in rec.items() if k not in ("input", "trail")}
+    old["format_version"] = 1
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert run_cli(capsys, "predict", "--calibration", tmp_path / "old.json", "--probs",
+                   tmp_path / "p.npy", "-o", tmp_path / "s.npy")[0] == 0  # fmt: skip
+    # the Python loader refuses a logits release for an estimator scoring probabilities
+    with pytest.raises(ValueError, match="calibrated on logits"):
+        dpuq.PrivateConformalClassifier.load_release(tmp_path / "l.json", _identity)
+
+
+def test_regressor_warns_at_a_released_threshold_of_one_and_takes_a_public_bound():
+    bound = dpuq.public_bound(_first_column, XR, YR, cv=None, held_out=True)
+    reg = dpuq.PrivateConformalRegressor(_first_column, epsilon=1.0, bound=bound, random_state=0)
+    reg.conformalize(XR, YR)
+    assert reg.bound_ == bound.bound
+    tiny = dpuq.PrivateConformalRegressor(_first_column, epsilon=1.0, bound=1e-6, random_state=0)
+    with pytest.warns(UninformativeReleaseWarning, match="threshold is 1"):
+        tiny.conformalize(XR, YR)
+    assert tiny.threshold_ == 1.0
+    assert np.all(np.isinf(tiny.predict_interval(XR[:3])))

@@ -218,7 +218,22 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
     data = _load_data(config, rng)
     if data.outputs is not None:
         n_cal, n_test = config.n_calibration or data.y_pool.size // 2, None
-        models = [TrainedModel("your model", data.outputs, None, {"source": data.name})]
+        declared = None
+        if config.declared_training:  # reported as declared, never as verified
+            declared = PrivacyReport(
+                mechanism="the model's training, as declared by the user (not verified by dpuq)",
+                epsilon=float(config.train_epsilon),
+                delta=float(config.train_delta),
+                relation=Relation.REPLACE_ONE,
+                sensitivity="as declared by the user",
+                notes=(
+                    "declared by the user with --train-epsilon/--train-delta; dpuq did not "
+                    "train this model and cannot verify its privacy",
+                ),
+            )
+        name = config.model_name or "your model"
+        source = config.dataset_name or data.name
+        models = [TrainedModel(name, data.outputs, declared, {"source": source})]
         n_train = 0
         n_test = data.y_pool.size - n_cal
     else:
@@ -301,7 +316,7 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
             )
     result = DemoResult(
         config=config,
-        data_name=data.name,
+        data_name=config.dataset_name or data.name,
         n_train=n_train,
         n_calibration=n_cal,
         n_test=int(n_test),

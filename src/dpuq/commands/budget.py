@@ -165,8 +165,15 @@ def run_history(args: argparse.Namespace) -> int:
             cost += f" (stated {r.stated_epsilon:g}, {r.stated_delta:.3g} {r.stated_relation})"
         seeded = " SEEDED" if r.seeded else ""
         out = f" -> {r.output}" if r.output else ""
+        settings = (
+            "; " + ", ".join(f"{k} {v}" for k, v in r.settings.items() if v is not None)
+            if r.settings
+            else ""
+        )
+        note = f"; note: {r.note}" if r.note else ""
         print(
-            f"#{r.id} {r.reserved_at} {r.dataset}: {r.what}; {cost}; {r.status}{seeded}{out}",
+            f"#{r.id} {r.reserved_at} {r.dataset}: {r.what}; {cost} {r.relation}; {r.status}"
+            f"{seeded}; dpuq {r.dpuq_version}{settings}{note}{out}",
             file=sys.stdout,
         )
     return 0

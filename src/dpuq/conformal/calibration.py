@@ -76,7 +76,7 @@ class PrivateCalibration:
         False when the threshold is the constant 1.0 (full sets, nothing sampled).
     privacy_report : PrivacyReport
     method : str
-        ``"certified"`` (SPEC A.7) or ``"paper"`` (Algorithm 3, SPEC A.4).
+        ``"certified"`` or ``"paper"`` (Algorithm 3, Angelopoulos et al.).
     certified_coverage : float
         The proven lower bound on ``P(Y in C(X))``: the certificate ``cert(ρ*)`` (certified),
         ``1 - alpha`` (paper, Theorem 2), or 1 for full sets.
@@ -224,9 +224,9 @@ def calibrate(
 ) -> PrivateCalibration:
     """Release an ε-DP conformal threshold with a proven coverage guarantee.
 
-    ``method="certified"`` (default, SPEC A.7): the rank-utility private quantile at the
+    ``method="certified"`` (default): the rank-utility private quantile at the
     smallest target rank ρ* whose coverage certificate reaches ``1 - alpha``
-    (:func:`dpuq.planning.certified_level`). ``method="paper"`` (SPEC A.4, Algorithm 3 of
+    (:func:`dpuq.planning.certified_level`). ``method="paper"`` (Angelopoulos et al., Algorithm 3 of
     Angelopoulos et al. 2022): the paper's weighted utility at the inflated level q̃. Either
     way ``P(Y in C(X)) >= 1 - alpha`` for a new exchangeable point, where
     ``C(x) = {y : S(x, y) <= threshold}``; docs/calibration.md compares the two.
@@ -349,7 +349,7 @@ def calibrate(
         + (
             "(Angelopoulos et al. 2022, Algorithm 3, exact sensitivity normalisation)"
             if method == "paper"
-            else "(rank utility, certified level; dpuq SPEC A.7)"
+            else "(rank utility, certified level)"
         ),
         epsilon=epsilon,
         delta=0.0,
@@ -418,7 +418,7 @@ def split_conformal_threshold(scores, alpha: float) -> float:
 def coverage_upper_bound(
     n: int, alpha: float, epsilon: float, n_bins: int, gamma: float, p_max: float
 ) -> float:
-    """Theorem 3's upper bound on the coverage of the private sets (SPEC A.4).
+    """Theorem 3's upper bound on the coverage of the private sets (Angelopoulos et al.).
 
     ``1 − (1−γ)α + (1−γα)(2 p_max + 2(1 + max(q̃/(1−q̃), 1)) log(m/(γα)) / ((n+1) ε))``,
     with ``p_max`` the largest probability of one bin under the score distribution.

@@ -225,7 +225,7 @@ def calibrate_by_class(
 def class_prediction_sets(score_matrix, thresholds) -> np.ndarray:
     """Boolean sets ``S(x, y) <= thresholds[y]``: each label against its own class's threshold.
 
-    The same comparison as :func:`dpuq.prediction_sets` and the calibration bins (SPEC A.2),
+    The same comparison as :func:`dpuq.prediction_sets` and the calibration bins ,
     column by column.
 
     Parameters

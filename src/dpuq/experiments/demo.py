@@ -148,7 +148,7 @@ def _sizes(config: DemoConfig, n_total: int) -> tuple[int, int]:
 def _calibration_report(n: int, epsilon: float, level: float | None, m) -> PrivacyReport:
     return PrivacyReport(
         mechanism="private split-conformal threshold (exponential mechanism over binned "
-        "quantiles, rank utility at the certified level; dpuq SPEC A.7)",
+        "quantiles, rank utility at the certified level)",
         epsilon=epsilon,
         delta=0.0,
         relation=Relation.REPLACE_ONE,

@@ -1,4 +1,4 @@
-"""Private ERM experiments (SPEC C): decision stumps on breast cancer, and the PAC theorem.
+"""Private ERM experiments (Nikolov's notes): decision stumps on breast cancer, and the PAC theorem.
 
 1. :func:`run_breast_cancer` — ``sklearn``'s breast cancer data (569 patients, 30 features):
    ε-DP decision stumps over a **public** threshold grid against the non-private ERM stump,

@@ -1,4 +1,4 @@
-"""Private empirical risk minimisation over a finite concept class (SPEC C).
+"""Private empirical risk minimisation over a finite concept class (Nikolov's notes).
 
 The learner of the lecture notes: release a concept ``c`` with probability
 ``∝ exp(-ε n L_X(c) / 2)``, the exponential mechanism with utility ``u(X, c) = -L_X(c)``
@@ -50,7 +50,7 @@ REPLACE_ONE_EXAMPLE = (
 class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
     """ε-DP learner over a finite concept class: the exponential mechanism on empirical error.
 
-    ``fit`` releases one concept ``c`` with probability ``∝ exp(-ε n L_X(c) / 2)`` (SPEC C).
+    ``fit`` releases one concept ``c`` with probability ``∝ exp(-ε n L_X(c) / 2)``.
     With ``n >= pac_sample_complexity(|C|, α, β, ε)`` i.i.d. examples labelled by a concept
     of the class, its population error is at most ``α`` with probability at least ``1 - β``.
 
@@ -237,7 +237,7 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
 
 
 def pac_sample_complexity(n_concepts: int, alpha: float, beta: float, epsilon: float) -> int:
-    """Sample size at which the private learner PAC-learns a finite class (SPEC C).
+    """Sample size at which the private learner PAC-learns a finite class (Nikolov's notes).
 
     ``n >= max{4 ln(2|C|/β) / (ε α), 2 ln(2|C|/β) / α²}``. Realizable case: with ``n`` i.i.d.
     examples labelled by a concept of ``C``, :class:`PrivateERMClassifier` outputs a concept

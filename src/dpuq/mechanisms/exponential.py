@@ -211,7 +211,7 @@ def exponential_mechanism_accuracy_bound(
     ``P(u(X, r_out) <= OPT - (2Δu/ε)(ln R + ln(1/β))) <= β`` (``Δu/ε`` when ``monotone``).
     Argument: every candidate with ``u <= OPT - g`` has weight at most
     ``exp(ε (OPT - g) / (2Δu))`` and the normaliser is at least ``exp(ε OPT / (2Δu))``, so the
-    ``R`` of them together have probability at most ``R exp(-ε g / (2Δu))`` (SPEC C; Dwork and
+    ``R`` of them together have probability at most ``R exp(-ε g / (2Δu))`` (Dwork and
     Roth 2014, Thm 3.11). The bound holds for every data set, not only on average.
 
     The same bound holds for :func:`permute_and_flip`: there each candidate's probability is at

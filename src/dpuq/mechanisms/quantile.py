@@ -1,4 +1,4 @@
-"""The binned private quantile: its exact law and its sampler (SPEC A.3 and A.7).
+"""The binned private quantile: its exact law and its sampler (paper and certified methods).
 
 Privacy (the only privacy-critical code of the prediction sets)
 ----------------------------------------------------------------
@@ -8,11 +8,11 @@ Bins: candidate thresholds ``e_j = j/m`` (j = 1..m), counts ``C_j = #{i : s_i <=
 (``C_0 = 0``, ``C_m = n``) and ``L_j = C_{j-1}``. Replacing one score moves every ``C_j`` and
 every ``L_j`` by at most 1.
 
-- ``utility="rank"`` (SPEC A.7, the certified method): target rank ``ρ = level · n`` in
+- ``utility="rank"`` (the certified method): target rank ``ρ = level · n`` in
   ``[0, n]``, ``u_j = -max(L_j - ρ, ρ - C_j, 0)`` (minus the distance from ρ to
   ``[L_j, C_j]``). Each argument of the max moves by at most 1 and the max is 1-Lipschitz, so
   the sensitivity is 1; ``P(J = j) ∝ exp(ε u_j / 2)``.
-- ``utility="weighted"`` (SPEC A.3, Angelopoulos et al. 2022 with the sensitivity
+- ``utility="weighted"`` (the paper method, Angelopoulos et al. 2022 with the sensitivity
   normalisation of their Lemma 1): ``u_j = max((1-q) L_j, q (n - C_j))`` to minimise,
   sensitivity ``Δ = max(q, 1-q)``, ``P(J = j) ∝ exp(-ε u_j / (2Δ))``.
 
@@ -370,7 +370,7 @@ def private_quantile(
         Conformity scores in [0, 1].
     level : float
         ``"rank"``: ``ρ/n`` with ρ the target rank in [0, n]; ``"weighted"``: the quantile
-        level q (SPEC A.3).
+        level q (Angelopoulos et al.).
     epsilon : float
         Privacy parameter > 0.
     n_bins : int

@@ -265,3 +265,14 @@ def test_regressor_warns_at_a_released_threshold_of_one_and_takes_a_public_bound
         tiny.conformalize(XR, YR)
     assert tiny.threshold_ == 1.0
     assert np.all(np.isinf(tiny.predict_interval(XR[:3])))
+
+
+def test_training_and_experiments_under_a_required_ledger(monkeypatch):
+    from dpuq.ledger import _simulation, ledger_required
+
+    monkeypatch.setenv("DPUQ_REQUIRE_LEDGER", "1")
+    assert ledger_required()
+    with _simulation():  # dpuq reproduce / dpuq demo: measured, never published
+        assert not ledger_required()
+        RELEASES["laplace_mechanism"](0)
+    assert ledger_required()

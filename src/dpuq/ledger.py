@@ -40,6 +40,7 @@ dpuq.ledger.BudgetExceededError: privacy budget of data set 'patients' exceeded:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import math
 import os
@@ -545,8 +546,28 @@ CALLER_CHARGED = _CallerCharged()
 REQUIRE_LEDGER_ENV = "DPUQ_REQUIRE_LEDGER"
 
 
+_SIMULATION = contextvars.ContextVar("dpuq_simulation", default=False)
+
+
+@contextlib.contextmanager
+def _simulation() -> Iterator[None]:
+    """Inside: dpuq's own experiments (``dpuq reproduce``, ``dpuq demo``), which repeat
+    releases over random splits to measure them and publish none of them for use, run without
+    a ledger even when one is required. An explicit ``ledger=`` is still charged. Internal: the
+    requirement guards against forgetting the ledger, not against code that means to avoid it
+    (which could as well unset the variable)."""
+    token = _SIMULATION.set(True)
+    try:
+        yield
+    finally:
+        _SIMULATION.reset(token)
+
+
 def ledger_required() -> bool:
-    """Whether ``$DPUQ_REQUIRE_LEDGER`` asks that every release be charged to a ledger."""
+    """Whether ``$DPUQ_REQUIRE_LEDGER`` asks that every release be charged to a ledger
+    (outside dpuq's own experiments)."""
+    if _SIMULATION.get():
+        return False
     value = os.environ.get(REQUIRE_LEDGER_ENV, "").strip().lower()
     return value not in ("", "0", "false", "no", "off")
 

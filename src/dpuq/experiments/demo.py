@@ -43,6 +43,7 @@ from dpuq.experiments.common import Method, compare_methods, model_accuracy
 from dpuq.experiments.demo_results import DemoConfig, DemoResult, PipelineResult
 from dpuq.experiments.evaluation import ScorePool, random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
+from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.randomness import check_random_state
 from dpuq.report import PrivacyReport, Relation, compose_disjoint
 
@@ -188,6 +189,7 @@ def _temperature_scaled(
             data.y_temperature,
             epsilon=eps_t,
             random_state=rng if config.seed is not None else None,
+            ledger=CALLER_CHARGED,  # the demo evaluates, it releases nothing for use
         )
         privacy = compose_disjoint(
             [m.privacy, report],

@@ -267,7 +267,7 @@ def test_regressor_warns_at_a_released_threshold_of_one_and_takes_a_public_bound
     assert np.all(np.isinf(tiny.predict_interval(XR[:3])))
 
 
-def test_training_and_experiments_under_a_required_ledger(monkeypatch):
+def test_experiments_run_under_a_required_ledger(monkeypatch):
     from dpuq.ledger import _simulation, ledger_required
 
     monkeypatch.setenv("DPUQ_REQUIRE_LEDGER", "1")

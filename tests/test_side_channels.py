@@ -113,6 +113,23 @@ def _erm(data, d):
     return clf
 
 
+def _erm_table(data, d):
+    x, y = data
+    table = np.random.default_rng(5).integers(0, 2, size=(20, 12))
+    clf = dpuq.learning.PrivateERMClassifier(
+        dpuq.TabulatedConcepts(table), epsilon=1.0, random_state=0
+    ).fit(x, y)
+    (d / "erm.pkl").write_bytes(pickle.dumps(clf))
+    return clf
+
+
+_CELLS = np.repeat(np.arange(12), 5)
+#: a public domain of 12 cells: one person moves to another cell (and label)
+TABLE = [
+    ((_CELLS, (_CELLS >= 6).astype(int)),
+     (replace_one(_CELLS, 0, 11), replace_one((_CELLS >= 6).astype(int), 0, 1))),
+]  # fmt: skip
+
 ERM = [((_x, None), (replace_one(_x, 0, 1.0), None)) for _x in (BOUNDED[0][0],)]
 
 
@@ -212,6 +229,15 @@ CASES = [
         ["calibrate", "--predictions", d / "pred.csv", "--targets", d / "y.csv", "--bound", 2,
          "--alpha", 0.1, "--epsilon", 1, "--seed", 0, "-o", d / "c.json"]), REGRESSION,
         setup=_regression_files, released=lambda r, d: _json_released(d / "c.json")),
+    Case("cli budget history after a release", lambda d0, d: [cli(
+        ["calibrate", "--probs", d / "p.npy", "--labels", d / "y.csv", "--alpha", 0.1,
+         "--epsilon", 1, "--seed", 0, "-o", d / "c.json", "--ledger", d / "ledger.sqlite",
+         "--dataset", "d"]), cli(["budget", "history", "--ledger", d / "ledger.sqlite"]),
+        cli(["budget", "show", "--ledger", d / "ledger.sqlite", "--dataset", "d", "--json"])],
+        LABELLED, setup=lambda data, d: _probs_files(_with_ledger(data, d), d),
+        released=lambda r, d: _json_released(d / "c.json")),
+    Case("PrivateERMClassifier.fit (public table)", _erm_table, TABLE,
+         released=lambda r: [r.concept_index_]),
     Case("cli temperature", lambda d0, d: cli(
         ["temperature", "--logits", d / "z.npy", "--labels", d / "y.csv", "--epsilon", 1,
          "--seed", 0, "-o", d / "t.json"]), LABELLED, setup=_logits_files,

@@ -18,6 +18,7 @@ from dpuq._estimator import RepeatedReleaseWarning
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.ledger import Ledger, LedgerRequiredError
 from dpuq.mechanisms.quantile import private_quantile_from_counts
+from dpuq.mechanisms.selection import private_selection
 from dpuq.training.temperature import private_temperature_scaling
 
 RNG = np.random.default_rng(7)
@@ -94,6 +95,18 @@ RELEASES = {
     "PrivateConformalRegressor": lambda r, **k: dpuq.PrivateConformalRegressor(
         _first_column, epsilon=1.0, bound=2.0, random_state=0
     ).conformalize(XR, YR, **k),
+    "private_selection": lambda r, **k: private_selection(
+        ["a", "b"],
+        lambda c, b, rng: (
+            dpuq.laplace_mechanism(1.0, sensitivity=1.0, epsilon=b, random_state=rng),
+            c,
+        ),
+        epsilon=1.0,
+        distribution="geometric",
+        expected_runs=2,
+        random_state=r,
+        **k,
+    ),  # the runs charge nothing: the selection charged its total
     "PrivateERMClassifier.fit": lambda r, **k: dpuq.learning.PrivateERMClassifier(
         dpuq.Thresholds(np.linspace(0, 1, 11)), epsilon=1.0, random_state=0
     ).fit(X01, (X01 > 0.5).astype(int), **k),

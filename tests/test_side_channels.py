@@ -20,6 +20,7 @@ import dpuq
 from dpuq import inference
 from dpuq.ledger import Ledger
 from dpuq.mechanisms.quantile import bin_edges, bin_index, private_quantile_from_counts
+from dpuq.mechanisms.selection import private_selection
 from dpuq.training.temperature import private_temperature_scaling
 from side_channels import (
     BOUNDED,
@@ -204,6 +205,11 @@ CASES = [
     Case("private_temperature_scaling", lambda pl, d: private_temperature_scaling(
         np.log(np.maximum(pl[0], 1e-300)), pl[1], epsilon=1.0, random_state=0), LABELLED,
         released=lambda r: [r.temperature]),
+    Case("private_selection", lambda x, d: private_selection(
+        [0.25, 0.5, 0.75], lambda c, b, rng: (dpuq.laplace_mechanism(
+            float(np.mean(x > c)), sensitivity=1 / x.size, epsilon=b, random_state=rng), c),
+        epsilon=3.0, distribution="geometric", expected_runs=3, random_state=0), BOUNDED,
+        released=lambda r: [r.score, r.candidate] if hasattr(r, "score") else []),
     Case("PrivateERMClassifier.fit", _erm, ERM,
          released=lambda r: [r.concept_index_, r.concept_]),
     # the command line

@@ -95,7 +95,13 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 # DP-SGD / DP-SGLD training needs torch and opacus (the ``torch`` extra): imported on first use,
 # and kept out of ``__all__`` so that ``from dpuq import *`` works without torch.
-_LAZY_TRAINING = ("train_classifier", "DPSGLDOptimizer", "PolynomialDecay", "predict_proba")
+_LAZY_TRAINING = (
+    "train_classifier",
+    "DPSGLDOptimizer",
+    "PolynomialDecay",
+    "predict_proba",
+    "select_and_train",
+)
 
 
 # The estimators subclass scikit-learn's BaseEstimator: imported on first use, so that

@@ -60,6 +60,7 @@ from dpuq.accountants import (
     gdp_epsilon,
     gdp_mu,
     pld_epsilon,
+    rdp_curve,
     rdp_epsilon,
 )
 from dpuq.report import Relation
@@ -75,6 +76,7 @@ __all__ = [
     "gdp_mu",
     "max_steps",
     "pld_epsilon",
+    "rdp_curve",
     "rdp_epsilon",
 ]
 #: Accountants accepted by :func:`epsilon_spent`, :func:`max_steps` and the trainers.

@@ -563,6 +563,11 @@ def _simulation() -> Iterator[None]:
         _SIMULATION.reset(token)
 
 
+#: Inside a composite release that charged its total (e.g. ``private_selection``'s runs, user
+#: code included): releases without a ledger are part of it and not refused. The same switch.
+_within_charged_release = _simulation
+
+
 def ledger_required() -> bool:
     """Whether ``$DPUQ_REQUIRE_LEDGER`` asks that every release be charged to a ledger
     (outside dpuq's own experiments)."""

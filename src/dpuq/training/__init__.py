@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 
+from dpuq.mechanisms.selection import SelectionResult, private_selection
 from dpuq.training.schedules import ConstantLR, PolynomialDecay, learning_rates
 from dpuq.training.temperature import (
     TemperatureScalingResult,
@@ -24,12 +25,15 @@ __all__ = [
     "IterateAverage",
     "PolynomialDecay",
     "PosteriorAverage",
+    "SelectionResult",
     "TemperatureScalingResult",
     "TrainingResult",
     "check_private_model",
     "learning_rates",
     "predict_proba",
+    "private_selection",
     "private_temperature_scaling",
+    "select_and_train",
     "small_cnn",
     "softmax_with_temperature",
     "train_classifier",
@@ -45,6 +49,7 @@ _LAZY = {
     "train_classifier": "dpuq.training.train",
     "DPSGLDOptimizer": "dpuq.training.optimizer",
     "small_cnn": "dpuq.training.models",
+    "select_and_train": "dpuq.training.selection",
 }
 
 

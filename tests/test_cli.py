@@ -344,7 +344,7 @@ CALIBRATE_CASES = [
     (["calibrate", "--scores", "{d}/missing.csv"], "no such file"),
     (["calibrate", "--scores", "{d}/nan.csv"], "non-finite"),
     (["calibrate", "--scores", "{d}/range.csv"], "values are outside"),
-    (["calibrate", "--scores", "{d}/text.csv"], "line 3: 'abc' is not a number"),
+    (["calibrate", "--scores", "{d}/text.csv"], "line 3, column 1: not a number"),
     (["calibrate", "--scores", "{d}/header_only.csv"], "no data"),
     (["calibrate", "--scores", "{d}/empty.csv"], "no data"),
     (["calibrate", "--scores", "{d}/ragged.csv"], "--scores"),

@@ -130,6 +130,21 @@ class TestUserOutputs:
         for p in results["pipelines"]:
             _sane(p)
 
+    def test_names_and_declared_training_privacy(self, files, capsys):
+        d, _, _ = files
+        code = main(
+            ["demo", "--probs", str(d / "probs.npy"), "--labels", str(d / "labels.npy"),
+             "--model-name", "ResNet-ICU", "--dataset-name", "icu-2024", "--train-epsilon", "2",
+             "--train-delta", "1e-6", "--seed", "0", "--splits", "5", "--out", str(d / "r"),
+             "--no-progress"]
+        )  # fmt: skip
+        assert code == 0
+        out = capsys.readouterr().out
+        assert "ResNet-ICU" in out
+        html = (d / "r" / "report.html").read_text()
+        assert "ResNet-ICU" in html and "icu-2024" in html
+        assert "as declared by the user" in html
+
     @pytest.mark.parametrize(
         ("mutate", "match"),
         [

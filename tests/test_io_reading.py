@@ -43,7 +43,7 @@ def test_pandas_index_column_is_dropped(tmp_path):
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (b"a,b\n1,2\n\n3,x\n", "line 4: 'x' is not a number"),
+        (b"a,b\n1,2\n\n3,x\n", "line 4, column 2: not a number"),
         (b"1 2\n# c\n3\n", "line 3: 1 value(s), expected 2"),
         (b"# nothing\n\n", "no data"),
         (b"\n\nscore\n# c\n", "only a header line (line 3)"),

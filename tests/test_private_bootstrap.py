@@ -542,11 +542,12 @@ def test_data_outside_bounds_is_an_error_or_clipped_without_a_count():
     with pytest.raises(ValueError, match="values lie outside bounds") as err:
         private_confidence_interval(x, alpha=0.1, epsilon=1.0, bounds=BOUNDS)
     assert not any(s in str(err.value) for s in ("40", "100", "1.7", "-0.2"))  # nothing of x
-    with pytest.warns(ClippingWarning, match="values were clipped") as rec:
+    with warnings.catch_warnings(record=True) as rec:  # clip=True is silent, whatever the data
+        warnings.simplefilter("always")
         ci = private_confidence_interval(
             x, alpha=0.1, epsilon=1.0, bounds=BOUNDS, clip=True, random_state=0
         )
-    assert not any(s in str(w.message) for w in rec for s in ("40", "100"))
+    assert not [w for w in rec if issubclass(w.category, ClippingWarning)]
     assert 0.0 <= ci.lower <= ci.upper <= 1.0
     with pytest.raises(ValueError, match="outside bounds"):
         private_bootstrap_cdf(x, 0.0, epsilon=1.0, bounds=BOUNDS)

@@ -480,3 +480,49 @@ def test_breast_cancer_and_realizable_experiments_run(tmp_path):
     path = tmp_path / "erm.png"
     plot(bc, [r], str(path))
     assert path.stat().st_size > 10_000
+
+
+class TestPicklesHoldOnlyTheRelease:
+    """A fitted learner's pickle holds no training feature information (issue: a table
+    tabulated on the training points rode along in ``concepts_`` and the parameters)."""
+
+    DOMAIN = 12  # a public finite domain: 12 cells of a public grid
+
+    def _fit(self, x, y):
+        import pickle
+
+        rng = np.random.default_rng(0)
+        table = rng.integers(0, 2, size=(30, self.DOMAIN))
+        table[0] = np.arange(self.DOMAIN) >= 6  # the concept that fits the labels
+        clf = PrivateERMClassifier(TabulatedConcepts(table), epsilon=50.0, random_state=0)
+        clf.fit(x, y)
+        return clf, pickle.dumps(clf)
+
+    def test_neighbouring_training_sets_give_identical_pickles(self):
+        x = np.repeat(np.arange(self.DOMAIN), 10)
+        y = (x >= 6).astype(int)
+        x2 = x.copy()
+        x2[0] = 11  # replace one person (cell 0, label 0 -> cell 11, label 1)
+        y2 = (x2 >= 6).astype(int)
+        a, pa = self._fit(x, y)
+        b, pb = self._fit(x2, y2)
+        assert a.concept_index_ == b.concept_index_ == 0
+        assert pa == pb  # byte for byte: nothing of the training data is in the pickle
+
+    def test_the_table_is_not_kept_or_pickled(self):
+        import pickle
+
+        x = np.repeat(np.arange(self.DOMAIN), 5)
+        clf, raw = self._fit(x, (x >= 6).astype(int))
+        assert clf.concepts_.n_concepts == 1  # the released row only
+        back = pickle.loads(raw)
+        assert back.concepts is None  # the parameter (the whole table) is left out
+        np.testing.assert_array_equal(back.predict(np.arange(self.DOMAIN)), np.arange(12) >= 6)
+        with pytest.raises((TypeError, ValueError, AttributeError)):
+            back.fit(x, (x >= 6).astype(int))  # refitting needs the concepts again
+
+    def test_invalid_labels_error_quotes_no_value_and_no_count(self):
+        y = np.array([0, 1, 987654321, 1, 7, 0])
+        with pytest.raises(ValueError, match="binary") as err:
+            PrivateERMClassifier(Thresholds([0.5]), epsilon=1.0).fit(np.linspace(0, 1, 6), y)
+        assert "987654321" not in str(err.value) and "2" not in str(err.value)

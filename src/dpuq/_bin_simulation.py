@@ -1,4 +1,4 @@
-"""Simulated uniform scores for the paper's choice of bins (SPEC A.4, ``method="paper"``).
+"""Simulated uniform scores for the paper's choice of bins (``method="paper"``).
 
 Not privacy-critical and data-free: :func:`dpuq.planning.auto_n_bins` with ``method="paper"``
 averages the expected released threshold over ``N_SIMULATIONS`` uniform score vectors drawn

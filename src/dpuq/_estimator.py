@@ -26,7 +26,15 @@ from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 from dpuq import _validation
 from dpuq.mechanisms.randomness import check_estimator_random_state, check_random_state
 
-__all__ = ["NotFittedError", "PrivateEstimator"]
+__all__ = ["NotFittedError", "PrivateEstimator", "RepeatedReleaseWarning"]
+
+
+class RepeatedReleaseWarning(UserWarning):
+    """A second release from the same fitted estimator: it spends ε again.
+
+    Decided from the estimator's own state only (whether it already holds a release), never
+    from the data.
+    """
 
 
 class NotFittedError(_validation.NotFittedError, _SklearnNotFittedError):

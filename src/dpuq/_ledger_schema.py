@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Release", "Status", "compose_costs", "now"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATIONS = {
     1: """
     CREATE TABLE datasets (
@@ -43,6 +43,12 @@ MIGRATIONS = {
         host TEXT
     );
     CREATE INDEX releases_dataset ON releases(dataset);
+    """,
+    # the release's public settings (JSON: level, n, method, statistic, column, ...) and the
+    # user's note; never a data value or a hash of the data
+    2: """
+    ALTER TABLE releases ADD COLUMN settings TEXT;
+    ALTER TABLE releases ADD COLUMN note TEXT;
     """,
 }
 
@@ -104,6 +110,8 @@ class Release:
     output: str | None
     seeded: bool
     dpuq_version: str
+    settings: dict | None = None
+    note: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -165,7 +165,7 @@ def check_positive_finite(value, name: str) -> float:
 
 
 def check_alpha(alpha, name: str = "alpha", upper: float = 0.5) -> float:
-    """Return the miscoverage level; it must lie in (0, upper] (SPEC A.1: (0, 0.5])."""
+    """Return the miscoverage level; it must lie in (0, upper] ."""
     a = _as_float(alpha, name)
     if not (0.0 < a <= upper) or math.isnan(a):
         raise ValueError(f"{name} must be in (0, {upper:g}], got {alpha!r}")
@@ -313,7 +313,7 @@ def check_array_1d(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
 def check_scores(scores, name: str = "scores", *, ndim: int | None = 1) -> np.ndarray:
     """Return conformity scores as a float array; every score must lie in [0, 1].
 
-    Scores outside [0, 1], NaN or inf are an error (SPEC A.2); the message carries no count
+    Scores outside [0, 1], NaN or inf are an error ; the message carries no count
     or extreme value, which would be data-dependent and not released (issue 12).
     """
     arr = as_real_array(scores, name)

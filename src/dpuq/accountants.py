@@ -93,7 +93,7 @@ def gdp_mu(
 
     Examples
     --------
-    The SPEC's known value: ``p = 256/60000``, ``σ = 1.06``, 20 epochs (4,688 steps).
+    The the paper's known value: ``p = 256/60000``, ``σ = 1.06``, 20 epochs (4,688 steps).
 
     >>> round(gdp_mu(256 / 60000, [1.06] * 4688, relation="add/remove-one"), 3)
     0.35
@@ -158,7 +158,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
     Examples
     --------
-    The SPEC's known values (δ = 1e-5):
+    The the paper's known values (δ = 1e-5):
 
     >>> round(gdp_epsilon(0.350, 1e-5), 2), round(gdp_epsilon(1.785, 1e-5), 2)
     (1.34, 8.7)

@@ -1,7 +1,7 @@
 """Privacy accounting for DP-SGD and DP-SGLD with a noise multiplier that changes per step.
 
-Setting (SPEC B). Training data of ``N`` examples; each step samples a batch by Poisson sampling
-with rate ``p = B / N``, clips every per-example gradient to L2 norm ``C`` and adds
+Setting (Knolle et al.). Training data of ``N`` examples; each step samples a batch by
+Poisson sampling with rate ``p = B / N``, clips every per-example gradient to L2 norm ``C`` and adds
 ``N(0, σ_t² C² I)`` to their sum. One step is the Poisson-subsampled Gaussian mechanism with
 noise multiplier ``σ_t`` (sensitivity ``C``, noise ``σ_t C``). Steps compose adaptively.
 
@@ -24,7 +24,7 @@ noise multiplier ``σ_t`` (sensitivity ``C``, noise ``σ_t C``). Steps compose a
 - **GDP central limit** (Dong, Roth, Su 2019; Bu et al. 2020), the seed paper's accountant:
   ``μ = p · sqrt(Σ_t (exp(1/σ_t²) − 1))`` and
   ``δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)``. It is an asymptotic approximation and can
-  *under*-state ε (it does at the SPEC's known values): shown beside the rigorous figure, never
+  *under*-state ε (it does at the paper's known values): shown beside the rigorous figure, never
   alone.
 - **PLD** (privacy loss distributions, the ``dp-accounting`` package): the rigorous figure.
   Steps whose ``σ_t`` lie within a factor ``bucket_ratio`` of each other are grouped and
@@ -96,7 +96,7 @@ def dpsgld_noise_multiplier(
     SGLD on the tempered posterior ``p(θ | D)^(1/T)`` with the mean loss and step ``η_t`` adds
     ``N(0, 2 η_t T / N)`` per coordinate. DP-SGD adds ``η_t σ_t C / B`` times a standard normal
     (noise ``N(0, σ_t² C²)`` on the sum of ``B`` clipped gradients, divided by ``B``, times
-    ``η_t``). Equating the two standard deviations gives the formula (SPEC B; it replaces the
+    ``η_t``). Equating the two standard deviations gives the formula (Knolle et al.; it replaces the
     seed paper's lost equations). A decaying ``η_t`` *raises* ``σ_t``: later steps cost less.
 
     Parameters

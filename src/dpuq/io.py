@@ -3,13 +3,16 @@
 Formats, chosen by the file's suffix:
 
 - ``.npy``: a NumPy array (never pickled objects);
-- ``.csv``, ``.tsv``, ``.txt``: numbers separated by commas, tabs or spaces, one row per
-  sample. UTF-8 (a byte-order mark, as Excel writes, is dropped; UTF-16 with a mark is read
-  too); LF, CRLF or CR line ends. Blank lines and lines whose first non-blank character is
-  ``#`` are skipped anywhere. Header rule: the first remaining line is a header when it is not
-  all numbers, or when it is pandas' default names ``0,1,...,K-1`` above rows of decimals; a
-  first header cell that is empty (pandas' ``to_csv()`` with its index) marks an index column,
-  which is dropped. Errors give the 1-based line number;
+- ``.csv``, ``.tsv``, ``.txt``: numbers separated by semicolons, commas, tabs or spaces, one
+  row per sample. In a ``;``-separated file (as European spreadsheets write) a decimal comma
+  is read too (``0,937``): there a comma cannot separate values, so it is unambiguous; any
+  other pattern (thousands separators, several commas) is an error. UTF-8 (a byte-order
+  mark, as Excel writes, is dropped; UTF-16 with a mark is read too); LF, CRLF or CR line
+  ends. Blank lines and lines whose first non-blank character is ``#`` are skipped anywhere.
+  Header rule: the first remaining line is a header when it is not all numbers, or when it
+  is pandas' default names ``0,1,...,K-1`` above rows of decimals; a first header cell that
+  is empty (pandas' ``to_csv()`` with its index) marks an index column, which is dropped.
+  Errors give the 1-based line and column numbers, never a cell (the data);
 - ``.parquet``: every column must be numeric (needs ``pyarrow``: ``pip install pyarrow``).
 
 Every problem is a :class:`ValueError` (or :class:`ImportError` for a missing optional reader)
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -178,10 +182,24 @@ def _bad_line(lines: list[str], first: int, delimiter, usecols) -> str:
             width = len(cells)
         if len(cells) != width:
             return f"line {number}: {len(cells)} value(s), expected {width} as on the first row"
-        for cell in cells:
-            if not _is_number(cell):
-                return f"line {number}: {cell!r} is not a number"
+        for column, cell in enumerate(cells, start=1):
+            if not _is_number(_decimal_point(cell, delimiter)):
+                # never the cell itself: it is data
+                return f"line {number}, column {column}: not a number"
     return "cannot parse the numbers"
+
+
+#: A number written with a decimal comma (one comma, no point), as in ``0,937`` or ``-1,5e-3``.
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+(?:[eE][+-]?\d+)?$")
+
+
+def _decimal_point(cell: str, delimiter) -> str:
+    """``0,93`` -> ``0.93`` in a ``;``-separated file only: there a comma cannot separate
+    values, so a single comma between digits is a decimal comma (unambiguous). Elsewhere,
+    and for any other pattern (thousands separators, several commas), the cell is unchanged."""
+    if delimiter == ";" and _DECIMAL_COMMA.match(cell):
+        return cell.replace(",", ".")
+    return cell
 
 
 def _layout(lines: list[str], label: str) -> tuple[str | None, int, range | None]:
@@ -192,7 +210,12 @@ def _layout(lines: list[str], label: str) -> tuple[str | None, int, range | None
     first = lines[content[0]]
     second = lines[content[1]] if len(content) > 1 else ""
     sample = first + second
-    delimiter = "," if "," in sample else ("\t" if "\t" in sample else None)
+    if ";" in sample:  # a semicolon never appears in a number (European spreadsheets)
+        delimiter: str | None = ";"
+    elif "," in sample:
+        delimiter = ","
+    else:
+        delimiter = "\t" if "\t" in sample else None
     tokens = [t.strip() for t in (first.split(delimiter) if delimiter else first.split())]
     usecols = None
     if delimiter is not None and len(tokens) > 1 and tokens[0] == "":
@@ -201,7 +224,7 @@ def _layout(lines: list[str], label: str) -> tuple[str | None, int, range | None
     elif _is_default_column_names(tokens, second, delimiter):
         header = True
     else:
-        header = not all(_is_number(t) for t in tokens)
+        header = not all(_is_number(_decimal_point(t, delimiter)) for t in tokens)
     if header and len(content) < 2:
         raise ValueError(f"{label}: only a header line (line {content[0] + 1}), no data")
     return delimiter, (content[1] if header else content[0]), usecols
@@ -238,6 +261,8 @@ def _read_text(p: Path, label: str) -> np.ndarray:
     lines = _decode(p.read_bytes(), label).splitlines()
     delimiter, start, usecols = _layout(lines, label)
     rows = [line for line in lines[start:] if not _is_skipped(line)]
+    if delimiter == ";" and any("," in line for line in rows):
+        rows = [";".join(_decimal_point(c.strip(), ";") for c in line.split(";")) for line in rows]
     try:
         arr = np.loadtxt(rows, delimiter=delimiter, usecols=usecols, dtype=float, ndmin=1)
     except ValueError:
@@ -265,7 +290,8 @@ def _read_parquet(p: Path, label: str) -> np.ndarray:
     columns = []
     for name, col in zip(table.column_names, table.columns, strict=True):
         if col.null_count:
-            raise ValueError(f"{label}: column {name!r} has {col.null_count} missing value(s)")
+            # no count: how many values are missing depends on the data
+            raise ValueError(f"{label}: column {name!r} has missing value(s)")
         values = col.to_numpy()
         if values.dtype.kind not in _NUMERIC_KINDS:
             raise ValueError(

@@ -40,6 +40,8 @@ dpuq.ledger.BudgetExceededError: privacy budget of data set 'patients' exceeded:
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import json
 import math
 import os
 import socket
@@ -59,15 +61,19 @@ from dpuq._ledger_schema import (
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
+    "CALLER_CHARGED",
     "BudgetError",
     "BudgetExceededError",
     "Ledger",
+    "LedgerRequiredError",
     "Receipt",
     "Release",
     "Status",
     "charge",
     "compose_costs",
     "default_ledger_path",
+    "ledger_required",
+    "release_trail",
 ]
 
 #: Relative slack on the budget comparison (float sums of decimal costs; 5 x 0.2 == 1).
@@ -110,6 +116,14 @@ def _check_cost(epsilon, delta) -> tuple[float, float]:
     if not 0.0 <= dl <= 1.0:
         raise ValueError(f"delta of a release must be in [0, 1], got {delta!r}")
     return eps, dl
+
+
+def _settings_json(settings) -> str | None:
+    if settings is None:
+        return None
+    if not isinstance(settings, dict):
+        raise TypeError(f"settings must be a dict, got {type(settings).__name__}")
+    return json.dumps(settings, sort_keys=True, default=str)
 
 
 _RELEASE_COLUMNS = ", ".join(Release.__dataclass_fields__)
@@ -299,7 +313,10 @@ class Ledger:
             params = (_check_name(dataset),)
         with self._connect() as con:
             rows = con.execute(query + " ORDER BY id", params).fetchall()
-        return [Release(*r[:13], bool(r[13]), r[14]) for r in rows]
+        return [
+            Release(*r[:13], bool(r[13]), r[14], json.loads(r[15]) if r[15] else None, r[16])
+            for r in rows
+        ]
 
     # ------------------------------------------------------------------ spending
     def reserve(
@@ -313,19 +330,26 @@ class Ledger:
         output: str | os.PathLike | None = None,
         seeded: bool = False,
         status: str = "reserved",
+        settings: dict | None = None,
+        note: str | None = None,
     ) -> Receipt:
         """Record a release's cost, or refuse it, in one write-locked transaction.
 
         Call it before any noise is drawn. The spend is committed when this returns and is
         never taken back. Raises :class:`BudgetExceededError` if the total would exceed the
         budget, :class:`BudgetError` if ``dataset`` has no budget, :class:`ValueError` for a
-        cost under replace-one charged to an add/remove-one budget.
+        cost under replace-one charged to an add/remove-one budget. ``settings`` (the
+        release's public settings: level, n, method, column, ...) and ``note`` are kept in the
+        history; they must hold no data value.
         """
         from dpuq._version import __version__
 
         dataset = _check_name(dataset)
         s_eps, s_dl = _check_cost(epsilon, delta)
         s_rel = Relation.coerce(relation)
+        settings_json = _settings_json(settings)
+        if note is not None and not isinstance(note, str):
+            raise TypeError(f"note must be a string, got {type(note).__name__}")
         with self._write() as con:
             b_eps, b_dl, b_rel, _ = self._budget_row(con, dataset)
             if s_rel.value == b_rel:
@@ -354,7 +378,7 @@ class Ledger:
                 )
             cur = con.execute(
                 f"INSERT INTO releases ({_INSERT_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     dataset,
                     str(what),
@@ -370,6 +394,8 @@ class Ledger:
                     None if output is None else str(Path(output).resolve()),
                     int(bool(seeded)),
                     __version__,
+                    settings_json,
+                    note,
                     os.getpid(),
                     socket.gethostname(),
                 ),
@@ -396,6 +422,8 @@ class Ledger:
         what: str,
         output: str | os.PathLike | None = None,
         seeded: bool = False,
+        settings: dict | None = None,
+        note: str | None = None,
     ) -> Iterator[Receipt]:
         """Reserve (committed on entry), run the block, record ``released`` or ``failed``.
 
@@ -408,7 +436,15 @@ class Ledger:
         [('a count', 0.25, 'released')]
         """
         receipt = self.reserve(
-            dataset, epsilon, delta, relation, what=what, output=output, seeded=seeded
+            dataset,
+            epsilon,
+            delta,
+            relation,
+            what=what,
+            output=output,
+            seeded=seeded,
+            settings=settings,
+            note=note,
         )
         try:
             yield receipt
@@ -440,6 +476,107 @@ class Receipt:
         self.ledger._finish(self.id, status, self._output)
 
 
+def release_trail(
+    receipt: Receipt | None, what: str, *, dataset: str | None = None, note: str | None = None
+) -> dict:
+    """The paper trail of one release, for its file and report: what was released, when, by
+    which dpuq, from which data set, which ledger entry paid for it (ε, δ, relation) and what is
+    left of the budget (the ledger's own numbers), or that no ledger was used.
+
+    Never a hash or fingerprint of the data: it would be a deterministic function of the data,
+    not private.
+
+    >>> release_trail(None, "a count")["ledger"] is None
+    True
+    """
+    from dpuq._version import __version__
+
+    trail = {
+        "released": what,
+        "released_at": now(),
+        "dpuq_version": __version__,
+        "dataset": receipt.dataset if receipt is not None else dataset,
+        "note": note,
+        "ledger": None,
+    }
+    if receipt is not None:
+        status = receipt.ledger.status(receipt.dataset)
+        trail["ledger"] = {
+            "path": str(receipt.ledger.path),
+            "entry": receipt.id,
+            "charged epsilon": receipt.epsilon,
+            "charged delta": receipt.delta,
+            "relation": receipt.relation,
+            "budget epsilon": status.budget_epsilon,
+            "budget delta": status.budget_delta,
+            "remaining epsilon": status.remaining_epsilon,
+            "remaining delta": status.remaining_delta,
+        }
+    return trail
+
+
+class LedgerRequiredError(BudgetError):
+    """``DPUQ_REQUIRE_LEDGER=1`` is set and a release was asked for without a ledger."""
+
+
+class _CallerCharged:
+    """``ledger=CALLER_CHARGED``: the caller already charged this draw as part of a larger
+    release (a composite release charges its total once), or runs it on synthetic data in a
+    simulation; :func:`charge` then does nothing. Internal use only."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "CALLER_CHARGED"
+
+    def __reduce__(self):
+        return (_CallerCharged, ())
+
+
+#: Passed as ``ledger=`` by dpuq's own composite releases to the mechanisms they are built
+#: from: the composite charged the total once, before any noise.
+CALLER_CHARGED = _CallerCharged()
+
+#: The environment variable that makes a ledger mandatory for every release.
+REQUIRE_LEDGER_ENV = "DPUQ_REQUIRE_LEDGER"
+
+
+_SIMULATION = contextvars.ContextVar("dpuq_simulation", default=False)
+
+
+@contextlib.contextmanager
+def _simulation() -> Iterator[None]:
+    """Inside: dpuq's own experiments (``dpuq reproduce``, ``dpuq demo``), which repeat
+    releases over random splits to measure them and publish none of them for use, run without
+    a ledger even when one is required. An explicit ``ledger=`` is still charged. Internal: the
+    requirement guards against forgetting the ledger, not against code that means to avoid it
+    (which could as well unset the variable)."""
+    token = _SIMULATION.set(True)
+    try:
+        yield
+    finally:
+        _SIMULATION.reset(token)
+
+
+#: Inside a composite release that charged its total (e.g. ``private_selection``'s runs, user
+#: code included): releases without a ledger are part of it and not refused. The same switch.
+_within_charged_release = _simulation
+
+
+def ledger_required() -> bool:
+    """Whether ``$DPUQ_REQUIRE_LEDGER`` asks that every release be charged to a ledger
+    (outside dpuq's own experiments)."""
+    if _SIMULATION.get():
+        return False
+    value = os.environ.get(REQUIRE_LEDGER_ENV, "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
 def charge(
     ledger: Ledger | str | os.PathLike | None,
     dataset: str | None,
@@ -449,14 +586,33 @@ def charge(
     relation: Relation | str = Relation.REPLACE_ONE,
     what: str,
     seeded: bool = False,
+    settings: dict | None = None,
+    note: str | None = None,
 ) -> Receipt | None:
     """Charge a release to ``dataset``'s budget before its noise is drawn (if asked to).
 
-    The one call every releasing function makes. ``ledger=None, dataset=None``: no ledger,
-    nothing happens. ``dataset`` alone: the default ledger (:func:`default_ledger_path`).
-    ``cost`` is ε (with ``delta``, ``relation``) or a :class:`~dpuq.report.PrivacyReport`.
+    The one call every releasing function makes, after validating every setting and before
+    drawing any noise. ``ledger=None, dataset=None``: no ledger, nothing happens, unless
+    ``DPUQ_REQUIRE_LEDGER=1`` is set: then the release is refused with
+    :class:`LedgerRequiredError` (before any noise). ``dataset`` alone: the default ledger
+    (:func:`default_ledger_path`). ``cost`` is ε (with ``delta``, ``relation``) or a
+    :class:`~dpuq.report.PrivacyReport`. ``settings``: the release's public settings, kept in
+    the history (never a data value). ``ledger=CALLER_CHARGED``: charged by the caller.
+
+    Examples
+    --------
+    >>> charge(None, None, 1.0, what="a count") is None  # no ledger asked for
+    True
     """
+    if ledger is CALLER_CHARGED:
+        return None
     if ledger is None and dataset is None:
+        if ledger_required():
+            raise LedgerRequiredError(
+                f"{REQUIRE_LEDGER_ENV}=1 requires a privacy ledger for every release: pass "
+                f"ledger= and dataset= to {what} (CLI: --ledger PATH --dataset NAME); "
+                "nothing was released"
+            )
         return None
     if dataset is None:
         raise ValueError("ledger= needs dataset= (the name of the data set being released)")
@@ -467,4 +623,14 @@ def charge(
         seeded = seeded or cost.seeded
     else:
         eps = cost
-    return ledger.reserve(dataset, eps, delta, relation, what=what, seeded=seeded, status="spent")
+    return ledger.reserve(
+        dataset,
+        eps,
+        delta,
+        relation,
+        what=what,
+        seeded=seeded,
+        status="spent",
+        settings=settings,
+        note=note,
+    )

@@ -1,6 +1,6 @@
 """Levels, bins and sizes of a private calibration: data-free, so free of privacy cost.
 
-Two methods (SPEC A.4 and A.7):
+Two methods (paper and certified):
 
 - ``method="certified"`` (default): the rank utility of :mod:`dpuq.mechanisms.quantile` at the
   smallest target rank ρ whose coverage certificate
@@ -51,7 +51,7 @@ __all__ = [
 
 #: The calibration methods: the certified rank method (default) and the paper's Algorithm 3.
 METHODS = ("certified", "paper")
-#: Fallback gamma when the stationary point of q̃ is not in (0, 1) (SPEC A.4).
+#: Fallback gamma when the stationary point of q̃ is not in (0, 1) (Angelopoulos et al.).
 TINY_GAMMA = 1e-12
 _GRID_SIZE = 50
 _CERTIFIED_GRID_SIZE = 60
@@ -265,7 +265,7 @@ def _level(n: int, alpha: float, epsilon: float, m: int, gamma: float) -> float:
 
 
 def inflated_level(n: int, alpha: float, epsilon: float, n_bins: int, gamma: float) -> float:
-    """The inflated quantile level q̃ of SPEC A.4 (Algorithm 3, ``method="paper"``), unclipped.
+    """The inflated quantile level q̃ (Algorithm 3 of Angelopoulos et al.), unclipped.
 
     ``q̃ = (n+1)(1-α) / (n(1-γα)) + 2 log(m/(γα)) / (ε n)``. A value >= 1 means that no
     informative threshold can be released: the prediction sets are full.
@@ -286,7 +286,7 @@ def _gamma_star(n: int, alpha: float, epsilon: float, m: int) -> float:
     b = -(alpha * (1 - alpha) * epsilon * (n + 1) / 2 + 2 * alpha)
     disc = b * b - 4 * a
     root = 2.0 / (-b + math.sqrt(max(disc, 0.0)))
-    # SPEC's tiny fallback, and gamma just below 1: when the root is not in (0, 1), q̃ decreases
+    # the paper's tiny fallback, and gamma just below 1: when the root is not in (0, 1), q̃ decreases
     # on all of (0, 1) and is >= 1 there (uninformative); 1 - 1e-9 then reports its infimum.
     candidates = [TINY_GAMMA, 1.0 - 1e-9]
     if 0.0 < root < 1.0:
@@ -295,7 +295,7 @@ def _gamma_star(n: int, alpha: float, epsilon: float, m: int) -> float:
 
 
 def optimal_gamma(n: int, alpha: float, epsilon: float, n_bins: int) -> float:
-    """γ* minimising q̃ over (0, 1) (SPEC A.4, ``method="paper"``), from the stable root.
+    """γ* minimising q̃ over (0, 1) (Angelopoulos et al., ``method="paper"``), from the stable root.
 
     Examples
     --------
@@ -337,7 +337,8 @@ def auto_n_bins(
     exact law, over the bins that carry mass); the smallest m within 0.05 ranks (or 1e-6,
     whichever is larger) of the best, since finer grids then gain nothing; uninformative m
     count as 1.
-    ``"paper"``: SPEC A.4 (50 log-spaced m from 10, simulated uniform scores with a fixed seed).
+    ``"paper"``: the paper's rule (50 log-spaced m from 10, simulated uniform scores, fixed
+    seed).
     Ties go to the smaller m. Uses only ``n``, ``alpha``, ``epsilon``: no privacy cost.
 
     Returns

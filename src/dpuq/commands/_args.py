@@ -110,17 +110,45 @@ def report_sets(out, sets, what: str, fmt: str | None = None) -> int:
 
 
 @contextlib.contextmanager
-def charged_release(ledger, out, args, epsilon: float, what: str):
+def charged_release(ledger, out, args, epsilon: float, what: str, settings=None):
     """Every release's order: lock the output path ``out`` (refused if it exists or is being
     written, unless ``--force``), charge ``ledger`` (committed: a failure later keeps the
-    charge), run the block (the release, which writes to the pending file and commits it)."""
-    from dpuq._atomic import release_file
+    charge), run the block (the release, which writes to the pending file and commits it).
 
+    Yields ``(pending, receipt)``; ``receipt`` is None without a ledger. Without one, and with
+    ``DPUQ_REQUIRE_LEDGER=1``, the release is refused here (before anything is written). The
+    caller checks every setting and input before entering: a refused setting costs nothing.
+    The block calls the Python release with ``ledger=CALLER_CHARGED`` (charged here).
+    """
+    from dpuq._atomic import release_file
+    from dpuq.ledger import charge
+
+    if ledger is None:
+        charge(None, None, epsilon, what=what)  # refuses if a ledger is required
     with release_file(out, force=args.force, name="-o") as pending:
         spend = (
-            ledger.spend(args.dataset, epsilon, what=what, output=out, seeded=args.seed is not None)
+            ledger.spend(
+                args.dataset,
+                epsilon,
+                what=what,
+                output=out,
+                seeded=args.seed is not None,
+                settings=settings,
+                note=getattr(args, "note", None),
+            )
             if ledger is not None
             else contextlib.nullcontext()
         )
-        with spend:
-            yield pending
+        with spend as receipt:
+            yield pending, receipt
+
+
+def release_trail(args, what: str, receipt) -> dict:
+    """``{"trail": ...}`` for a release file (:func:`dpuq.ledger.release_trail`)."""
+    from dpuq.ledger import release_trail as trail
+
+    return {
+        "trail": trail(
+            receipt, what, dataset=getattr(args, "dataset", None), note=getattr(args, "note", None)
+        )
+    }

@@ -13,7 +13,34 @@ import numpy as np
 
 from dpuq.conformal.release_io import CLASSIFICATION_SCORES, REGRESSION_SCORES
 
-__all__ = ["calibration_scores", "input_mode", "read_probabilities", "regression_score_name"]
+__all__ = [
+    "calibration_scores",
+    "check_score_input",
+    "input_mode",
+    "read_probabilities",
+    "regression_score_name",
+]
+
+
+def check_score_input(cal: dict, flag: str, label: str = "--calibration") -> float | None:
+    """Refuse new data given as ``--probs``/``--logits`` when the release was calibrated on the
+    other; returns the release's temperature for ``--logits``. Files written before the input
+    was recorded (format version 1) hold ``"input": "logits"`` for logits and nothing for
+    probabilities."""
+    recorded = cal.get("input", "probabilities")
+    given = "logits" if flag == "logits" else "probabilities"
+    if recorded != given:
+        if recorded == "logits":
+            t = cal.get("temperature", 1.0)
+            raise ValueError(
+                f"{label}: this release was calibrated on logits (softmax temperature {t:g}): "
+                "pass --logits FILE, not --probs"
+            )
+        raise ValueError(
+            f"{label}: this release was calibrated on probabilities: pass --probs FILE, not "
+            "--logits"
+        )
+    return float(cal.get("temperature", 1.0)) if given == "logits" else None
 
 
 def _only(args, allowed: set[str], mode: str) -> None:
@@ -106,6 +133,7 @@ def _classification_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
     scores = score_function(name)(probs, labels, **params, **seed)
     meta = {"task": "classification", "score": {"name": name, **params}, **input_meta}
     meta["n_classes"] = int(probs.shape[1])
+    meta["classes"] = list(range(int(probs.shape[1])))  # columns are the classes 0..K-1
     return scores, meta
 
 
@@ -123,7 +151,7 @@ def read_probabilities(args, temperature: float | None = None) -> tuple[np.ndarr
         if getattr(args, "temperature", None) is not None:
             raise ValueError("--temperature applies to --logits only")
         raw = read_matrix(args.probs, "--probs", keep_float=True)
-        return check_probabilities(raw, f"--probs {args.probs!r}"), {}
+        return check_probabilities(raw, f"--probs {args.probs!r}"), {"input": "probabilities"}
     if temperature is None:
         given = getattr(args, "temperature", None)
         temperature = 1.0 if given is None else check_temperature(given, "--temperature")

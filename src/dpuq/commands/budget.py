@@ -49,6 +49,12 @@ def add_ledger_arguments(parser, *, required_dataset: bool = False) -> None:
         help="the data set whose budget pays for this"
         + ("" if required_dataset else " (charged before the release runs)"),
     )
+    if not required_dataset:  # a releasing command
+        group.add_argument(
+            "--note",
+            metavar="TEXT",
+            help="a note kept with the ledger entry (e.g. the purpose); never put data in it",
+        )
 
 
 def open_ledger(args, *, create: bool = False):
@@ -159,8 +165,15 @@ def run_history(args: argparse.Namespace) -> int:
             cost += f" (stated {r.stated_epsilon:g}, {r.stated_delta:.3g} {r.stated_relation})"
         seeded = " SEEDED" if r.seeded else ""
         out = f" -> {r.output}" if r.output else ""
+        settings = (
+            "; " + ", ".join(f"{k} {v}" for k, v in r.settings.items() if v is not None)
+            if r.settings
+            else ""
+        )
+        note = f"; note: {r.note}" if r.note else ""
         print(
-            f"#{r.id} {r.reserved_at} {r.dataset}: {r.what}; {cost}; {r.status}{seeded}{out}",
+            f"#{r.id} {r.reserved_at} {r.dataset}: {r.what}; {cost} {r.relation}; {r.status}"
+            f"{seeded}; dpuq {r.dpuq_version}{settings}{note}{out}",
             file=sys.stdout,
         )
     return 0

@@ -11,6 +11,7 @@ from dpuq.commands._args import (  # noqa: F401  (MAX_BINS: also re-exported)
     bins_arg,
     charged_release,
     float_arg,
+    release_trail,
     seed_arg,
     warn_if_seeded,
 )
@@ -178,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.conformal.calibration import calibrate
     from dpuq.conformal.release_io import calibration_record
     from dpuq.io import check_output_path, json_text
+    from dpuq.ledger import CALLER_CHARGED
 
     # Everything that can fail is checked before the release: a failed write after it would
     # make the user run it again and spend epsilon twice.
@@ -200,7 +202,14 @@ def run(args: argparse.Namespace) -> int:
     # ledger (committed), release, write atomically; a failure after the charge keeps it.
     what = f"dpuq calibrate ({meta['task']}, score {meta['score']['name']})"
     seeded = args.seed is not None
-    with charged_release(ledger, out, args, epsilon, what) as pending:
+    settings = {
+        "alpha": alpha,
+        "n": int(scores.shape[0]) if hasattr(scores, "shape") else None,
+        "method": args.method,
+        "score": meta["score"]["name"],
+        "column": getattr(args, "column", None),
+    }
+    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
         cal = calibrate(
             scores,
             alpha=alpha,
@@ -208,8 +217,13 @@ def run(args: argparse.Namespace) -> int:
             n_bins=args.bins,
             method=args.method,
             random_state=args.seed,
+            ledger=CALLER_CHARGED,
         )
-        record = {**calibration_record(cal, **meta), "seeded": seeded}
+        record = {
+            **calibration_record(cal, **meta),
+            "seeded": seeded,
+            **release_trail(args, what, receipt),
+        }
         pending.write_text(json_text(record))
         pending.commit()
     if isinstance(alpha, list):

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from dpuq.commands._args import charged_release, report_sets, warn_if_seeded
+from dpuq.commands._args import charged_release, release_trail, report_sets, warn_if_seeded
 
 HELP = (
     "release one threshold per class (Mondrian sets: coverage >= 1 - alpha for every class, "
@@ -20,16 +20,21 @@ HELP = (
 
 def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -> int:
     """The body of ``dpuq calibrate --class-conditional`` (inputs checked before the release)."""
+    from dpuq._validation import check_labels
     from dpuq._version import __version__
     from dpuq.commands._scores import calibration_scores, input_mode
     from dpuq.conformal.class_conditional import calibrate_by_class
     from dpuq.conformal.release_io import CALIBRATION_FORMAT, CALIBRATION_FORMAT_VERSION
     from dpuq.io import read_vector
+    from dpuq.ledger import CALLER_CHARGED
 
     if input_mode(args) != "classification":
         raise ValueError("--class-conditional needs --probs FILE and --labels FILE")
+    if getattr(args, "method", "certified") != "certified":
+        raise ValueError("--class-conditional uses the certified method: drop --method paper")
     scores, meta = calibration_scores(args)
     labels = read_vector(args.labels, "--labels", integer=True)
+    check_labels(labels, meta["n_classes"], scores.shape[0], "--labels")  # before the charge
     warn_if_seeded(args.seed)
     from dpuq.commands.budget import open_ledger
     from dpuq.io import json_text
@@ -38,7 +43,14 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
     seeded = args.seed is not None
     what = f"dpuq calibrate --class-conditional (classification, score {meta['score']['name']})"
     # the same order as every release: lock the output, charge the ledger, release, write
-    with charged_release(ledger, out, args, epsilon, what) as pending:
+    settings = {
+        "alpha": alpha,
+        "n": int(scores.shape[0]),
+        "n_classes": meta["n_classes"],
+        "method": "certified (class-conditional)",
+        "score": meta["score"]["name"],
+    }
+    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
         cal = calibrate_by_class(
             scores,
             labels,
@@ -47,6 +59,7 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
             epsilon=epsilon,
             n_bins=args.bins,
             random_state=args.seed,
+            ledger=CALLER_CHARGED,
         )
         record = {
             "format": CALIBRATION_FORMAT,
@@ -56,6 +69,7 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
             "confidence_level": 1.0 - cal.alpha,
             **cal.to_dict(),
             "seeded": seeded,
+            **release_trail(args, what, receipt),
         }
         pending.write_text(json_text(record))
         pending.commit()
@@ -90,19 +104,24 @@ def check_calibration(cal: dict[str, Any], label: str) -> dict[str, Any]:
 
 def run_predict(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
     """Prediction sets from a class-conditional calibration: label y against ``thresholds[y]``."""
-    from dpuq._validation import check_probabilities
     from dpuq.conformal.class_conditional import class_prediction_sets
     from dpuq.conformal.release_io import CLASSIFICATION_SCORES
     from dpuq.conformal.scores import score_function
-    from dpuq.io import read_matrix
 
     score = cal.get("score", {})
     name = score.get("name") if isinstance(score, dict) else None
     if name not in CLASSIFICATION_SCORES:
         raise ValueError(f"--calibration: unknown classification score {name!r}")
-    if args.probs is None or args.scores is not None or args.predictions is not None:
-        raise ValueError(f"this calibration is class-conditional (score {name}): pass --probs FILE")
-    probs = check_probabilities(read_matrix(args.probs, "--probs"), f"--probs {args.probs!r}")
+    from dpuq.commands._scores import check_score_input, read_probabilities
+
+    given = [f for f in ("probs", "logits") if getattr(args, f, None) is not None]
+    if len(given) != 1 or args.scores is not None or args.predictions is not None:
+        raise ValueError(
+            f"this calibration is class-conditional (score {name}): pass --probs FILE "
+            "(or --logits FILE if it was calibrated on logits)"
+        )
+    temperature = check_score_input(cal, given[0])
+    probs, _ = read_probabilities(args, temperature)
     if probs.shape[1] != cal["n_classes"]:
         raise ValueError(
             f"--probs {args.probs!r} has {probs.shape[1]} classes but the calibration has "

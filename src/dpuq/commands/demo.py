@@ -58,8 +58,23 @@ def register(subparsers) -> None:
         help="privacy of calibration (default: the training ε, which costs nothing extra: "
         "training and calibration use different people)",
     )
-    p.add_argument("--train-epsilon", type=float, default=3.0, help="privacy of training (3.0)")
-    p.add_argument("--train-delta", type=float, default=1e-5, help="δ of training (1e-5)")
+    p.add_argument(
+        "--train-epsilon",
+        type=float,
+        default=None,
+        help="privacy of training (3.0). With --probs: the ε your model was trained at, as you "
+        "declare it (reported as declared, never verified; default: not private)",
+    )
+    p.add_argument(
+        "--train-delta",
+        type=float,
+        default=None,
+        help="δ of training (1e-5); with --probs: as you declare it",
+    )
+    p.add_argument("--model-name", default=None, help="with --probs: your model's name")
+    p.add_argument(
+        "--dataset-name", default=None, help="with --probs: the name of the data set (report)"
+    )
     p.add_argument("--alpha", type=float, default=0.1, help="miscoverage level (0.1)")
     p.add_argument("--n-calibration", type=int, default=None, help="calibration people")
     p.add_argument("--n-test", type=int, default=None, help="test people")
@@ -109,6 +124,15 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """An experiment: its releases are repeated over splits to be measured, none is published
+    for use, so it runs without a ledger even under ``DPUQ_REQUIRE_LEDGER=1``."""
+    from dpuq.ledger import _simulation
+
+    with _simulation():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from dpuq.commands._checks import check_options
 
     check_extras(args)
@@ -120,12 +144,21 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_report:
         check_output_dir(args.out)
     splits = args.splits or (50 if args.quick else 200)
+    own = bool(args.probs or args.labels)
+    if not own and (args.model_name or args.dataset_name):
+        raise ValueError("--model-name and --dataset-name apply to --probs/--labels only")
+    if own and args.train_delta is not None and args.train_epsilon is None:
+        raise ValueError("--train-delta needs --train-epsilon (the declared training privacy)")
+    train_epsilon = 3.0 if args.train_epsilon is None else args.train_epsilon
     config = DemoConfig(
-        data="outputs" if args.probs or args.labels else args.data,
+        data="outputs" if own else args.data,
         alpha=args.alpha,
-        epsilon=args.epsilon if args.epsilon is not None else args.train_epsilon,
-        train_epsilon=args.train_epsilon,
-        train_delta=args.train_delta,
+        epsilon=args.epsilon if args.epsilon is not None else train_epsilon,
+        train_epsilon=train_epsilon,
+        train_delta=1e-5 if args.train_delta is None else args.train_delta,
+        model_name=args.model_name,
+        dataset_name=args.dataset_name,
+        declared_training=own and args.train_epsilon is not None,
         n_calibration=args.n_calibration,
         n_test=args.n_test,
         n_splits=splits,

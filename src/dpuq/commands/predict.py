@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dpuq.commands._args import add_command, report_sets
-from dpuq.commands._scores import read_probabilities
+from dpuq.commands._scores import check_score_input, read_probabilities
 
 HELP = "prediction sets or intervals for new data from a calibration JSON"
 
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if task == "classification":
         flag = "logits" if getattr(args, "logits", None) is not None else "probs"
         path = _expect(args, flag, task, name)
-        temperature = float(cal.get("temperature", 1.0)) if flag == "logits" else None
+        temperature = check_score_input(cal, flag)
         probs, _ = read_probabilities(args, temperature)
         if probs.shape[1] != cal["n_classes"]:
             raise ValueError(

@@ -141,6 +141,15 @@ def _config(cls, args: argparse.Namespace, **option_of):
 
 
 def run(args: argparse.Namespace) -> int:
+    """An experiment: its releases are repeated over splits to be measured, none is published
+    for use, so it runs without a ledger even under ``DPUQ_REQUIRE_LEDGER=1``."""
+    from dpuq.ledger import _simulation
+
+    with _simulation():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from dpuq.commands._checks import check_options
 
     check_options(args)

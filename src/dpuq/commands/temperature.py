@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpuq.commands._args import add_command, float_arg, seed_arg, warn_if_seeded
+from dpuq.commands._args import (
+    add_command,
+    charged_release,
+    float_arg,
+    release_trail,
+    seed_arg,
+    warn_if_seeded,
+)
 
 HELP = "release an epsilon-DP softmax temperature from held-out logits"
 
@@ -54,6 +61,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the release")
     p.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
+    from dpuq.commands.budget import add_ledger_arguments
+
+    add_ledger_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -73,8 +83,10 @@ def run(args: argparse.Namespace) -> int:
 
     from dpuq._validation import check_epsilon
     from dpuq._version import __version__
-    from dpuq.io import check_output_path, read_matrix, read_vector, write_json
-    from dpuq.training.temperature import private_temperature_scaling
+    from dpuq.commands.budget import open_ledger
+    from dpuq.io import check_output_path, json_text, read_matrix, read_vector
+    from dpuq.ledger import CALLER_CHARGED
+    from dpuq.training import temperature as ts
 
     # everything that can fail is checked before the release (no second release on retry)
     out = check_output_path(args.output, "-o", (".json",), force=args.force)
@@ -90,13 +102,26 @@ def run(args: argparse.Namespace) -> int:
         logits = np.log(np.maximum(probs, np.finfo(float).tiny))
     labels = read_vector(args.labels, "--labels", integer=True)
     grid = _grid(args.grid)
+    # every input and setting is checked before the ledger is charged
+    z = ts._check_logits(logits)
+    ts._check_labels(labels, *z.shape)
+    ts._check_grid(grid)
+    ts._check_loss(args.loss, ts.DEFAULT_NLL_CLIP)
+    ledger = open_ledger(args)
     warn_if_seeded(args.seed)
-    t, report = private_temperature_scaling(
-        logits, labels, epsilon=epsilon, temperatures=grid, loss=args.loss, random_state=args.seed
-    )
-    write_json(
-        out,
-        {
+    what = f"dpuq temperature (utility {args.loss})"
+    settings = {"n": int(labels.size), "classes": int(z.shape[1]), "loss": args.loss}
+    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
+        t, report = ts.private_temperature_scaling(
+            logits,
+            labels,
+            epsilon=epsilon,
+            temperatures=grid,
+            loss=args.loss,
+            random_state=args.seed,
+            ledger=CALLER_CHARGED,
+        )
+        record = {
             "format": "dpuq-temperature",
             "format_version": 1,
             "dpuq_version": __version__,
@@ -104,8 +129,10 @@ def run(args: argparse.Namespace) -> int:
             "usage": "probabilities = softmax(logits / temperature)",
             "privacy": report.to_dict(),
             "seeded": report.seeded,
-        },
-    )
+            **release_trail(args, what, receipt),
+        }
+        pending.write_text(json_text(record))
+        pending.commit()
     print(
         f"released temperature {t:.6g} from n = {labels.size} held-out people at "
         f"epsilon = {epsilon:g} (pure DP, delta = 0, replace-one; utility {args.loss})"

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from sklearn.base import MetaEstimatorMixin
 
-from dpuq._estimator import NotFittedError, PrivateEstimator
+from dpuq._estimator import NotFittedError, PrivateEstimator, RepeatedReleaseWarning
 from dpuq._validation import check_alpha
 
 
@@ -124,9 +124,28 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         """A fresh generator for one release (derived from ``random_state``, never cached)."""
         return self._release_rng()
 
+    def _warn_if_released(self, epsilon: float, stacklevel: int = 3) -> None:
+        """Warn that a second ``conformalize`` spends ε again (the estimator's state only)."""
+        if hasattr(self, "threshold_"):
+            warnings.warn(
+                f"this {type(self).__name__} already holds a release: conformalize again "
+                f"spends epsilon = {epsilon:g} again on the calibration people (the privacy "
+                "costs of the two releases add up)",
+                RepeatedReleaseWarning,
+                stacklevel=stacklevel,
+            )
+
+    def _record_trail(self, receipt, what: str) -> None:
+        """Keep the paper trail of the release just made (public: the ledger's numbers)."""
+        from dpuq.ledger import release_trail
+
+        self.release_trail_ = release_trail(receipt, what)
+
     def _release(self, scores, alpha: float, epsilon: float, rng):
-        """The marginal ε-DP threshold of these calibration scores (:func:`dpuq.calibrate`)."""
+        """The marginal ε-DP threshold of these calibration scores (:func:`dpuq.calibrate`);
+        the caller charged the ledger."""
         from dpuq.conformal.calibration import calibrate
+        from dpuq.ledger import CALLER_CHARGED
 
         return calibrate(
             scores,
@@ -135,6 +154,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             n_bins=self.n_bins,
             method=self.method,
             random_state=rng,
+            ledger=CALLER_CHARGED,
         )
 
     def _model(self):

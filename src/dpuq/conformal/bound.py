@@ -123,6 +123,8 @@ def public_bound(
     upper: float | None = None,
     n_bins: int = 1000,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PublicBound:
     """Suggest the public bound ``B`` of a private regression calibration from training data.
 
@@ -164,6 +166,10 @@ def public_bound(
         Grid of the private release: ``B`` is a multiple of ``upper / n_bins``.
     random_state : None, int or numpy.random.Generator
         For the private release (and the fold shuffle). None: OS entropy.
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        With ``epsilon``: charge ε to the *training* data set's budget before any noise is
+        drawn (:func:`dpuq.ledger.charge`). Without ``epsilon`` nothing is released privately
+        and nothing is charged (``B`` is then a non-private function of ``(X, y)``).
 
     Returns
     -------
@@ -225,7 +231,9 @@ def public_bound(
         bound = float(np.quantile(res, q, method="higher"))
         report = None
     else:
-        bound, report = _private_bound(res, q, epsilon, upper, n_bins, random_state)
+        bound, report = _private_bound(
+            res, q, epsilon, upper, n_bins, random_state, ledger, dataset
+        )
     if not math.isfinite(bound) or bound <= 0:
         raise ValueError(
             "the residual quantile is 0 (a perfect fit on these data): choose B from domain "
@@ -234,9 +242,10 @@ def public_bound(
     return PublicBound(bound, q, int(target.size), is_held_out, report)
 
 
-def _private_bound(res, q, epsilon, upper, n_bins, random_state):
+def _private_bound(res, q, epsilon, upper, n_bins, random_state, ledger=None, dataset=None):
     """ε-DP quantile of residuals that each depend on their own row only (replace-one)."""
     from dpuq._validation import check_positive_int
+    from dpuq.ledger import CALLER_CHARGED, charge
     from dpuq.mechanisms.quantile import private_quantile
 
     eps = check_epsilon(epsilon)
@@ -247,7 +256,15 @@ def _private_bound(res, q, epsilon, upper, n_bins, random_state):
         raise ValueError(f"upper must be a finite number > 0, got {upper!r}")
     m = check_positive_int(n_bins, "n_bins", minimum=2)
     scores = np.minimum(res / cap, 1.0)
-    level = private_quantile(scores, q, eps, m, random_state)
+    charge(
+        ledger,
+        dataset,
+        eps,
+        what="public_bound: private residual quantile (training people)",
+        seeded=random_state is not None,
+        settings={"quantile": q, "n": int(res.size), "upper": cap, "n_bins": m},
+    )
+    level = private_quantile(scores, q, eps, m, random_state, ledger=CALLER_CHARGED)
     report = PrivacyReport(
         mechanism="exponential mechanism over binned quantiles (public regression bound)",
         epsilon=eps,

@@ -12,7 +12,7 @@ import logging
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -33,7 +33,7 @@ from dpuq.conformal.multilevel import (
     check_alphas,
     joint_plan,
 )
-from dpuq.ledger import charge
+from dpuq.ledger import CALLER_CHARGED, charge, release_trail
 from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, private_quantile_from_counts
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning import (
@@ -84,7 +84,7 @@ class PrivateCalibration:
         False when the threshold is the constant 1.0 (full sets, nothing sampled).
     privacy_report : PrivacyReport
     method : str
-        ``"certified"`` (SPEC A.7) or ``"paper"`` (Algorithm 3, SPEC A.4).
+        ``"certified"`` or ``"paper"`` (Algorithm 3, Angelopoulos et al.).
     certified_coverage : float
         The proven lower bound on ``P(Y in C(X))``: the certificate ``cert(ρ*)`` (certified),
         ``1 - alpha`` (paper, Theorem 2), or 1 for full sets.
@@ -101,6 +101,8 @@ class PrivateCalibration:
     privacy_report: PrivacyReport
     method: str = "certified"
     certified_coverage: float = 1.0
+    #: the paper trail (:func:`dpuq.ledger.release_trail`): what, when, ledger entry, budget left
+    trail: dict | None = field(default=None, compare=False, repr=False)
 
     @property
     def confidence_level(self) -> float:
@@ -121,6 +123,7 @@ class PrivateCalibration:
             "privacy_report": self.privacy_report.to_dict(),
             "method": self.method,
             "certified_coverage": self.certified_coverage,
+            **({"trail": self.trail} if self.trail is not None else {}),
         }
 
     def save(self, path, *, overwrite: bool = False) -> None:
@@ -229,9 +232,9 @@ def calibrate(
 ) -> PrivateCalibration | MultiLevelCalibration:
     """Release an ε-DP conformal threshold with a proven coverage guarantee.
 
-    ``method="certified"`` (default, SPEC A.7): the rank-utility private quantile at the
+    ``method="certified"`` (default): the rank-utility private quantile at the
     smallest target rank ρ* whose coverage certificate reaches ``1 - alpha``
-    (:func:`dpuq.planning.certified_level`). ``method="paper"`` (SPEC A.4, Algorithm 3 of
+    (:func:`dpuq.planning.certified_level`). ``method="paper"`` (Angelopoulos et al., Algorithm 3 of
     Angelopoulos et al. 2022): the paper's weighted utility at the inflated level q̃. Either
     way ``P(Y in C(X)) >= 1 - alpha`` for a new exchangeable point, where
     ``C(x) = {y : S(x, y) <= threshold}``; docs/calibration.md compares the two.
@@ -310,17 +313,24 @@ def calibrate(
         informative = math.isfinite(level)
         cover = _cert(n, level * n, epsilon, m) if informative else 1.0
         utility = "rank"
-    charge(
+    where = {"dataset": dataset} if isinstance(dataset, str) else {}
+    receipt = charge(
         ledger,
         dataset,
         epsilon,
         what="calibrate: private conformal threshold",
         seeded=random_state is not None,
+        settings={"alpha": alpha, "n": n, "method": method, "n_bins": m},
     )
     notes: list[str] = []
     if informative:
         threshold = private_quantile_from_counts(
-            counts, level, epsilon, check_random_state(random_state), utility=utility
+            counts,
+            level,
+            epsilon,
+            check_random_state(random_state),
+            utility=utility,
+            ledger=CALLER_CHARGED,
         )
     else:
         threshold = 1.0
@@ -358,7 +368,7 @@ def calibrate(
         + (
             "(Angelopoulos et al. 2022, Algorithm 3, exact sensitivity normalisation)"
             if method == "paper"
-            else "(rank utility, certified level; dpuq SPEC A.7)"
+            else "(rank utility, certified level)"
         ),
         epsilon=epsilon,
         delta=0.0,
@@ -385,6 +395,7 @@ def calibrate(
         privacy_report=report,
         method=method,
         certified_coverage=float(cover),
+        trail=None if ledger is CALLER_CHARGED else release_trail(receipt, "calibrate", **where),
     )
 
 
@@ -449,7 +460,7 @@ def split_conformal_threshold(scores, alpha: float) -> float:
 def coverage_upper_bound(
     n: int, alpha: float, epsilon: float, n_bins: int, gamma: float, p_max: float
 ) -> float:
-    """Theorem 3's upper bound on the coverage of the private sets (SPEC A.4).
+    """Theorem 3's upper bound on the coverage of the private sets (Angelopoulos et al.).
 
     ``1 − (1−γ)α + (1−γα)(2 p_max + 2(1 + max(q̃/(1−q̃), 1)) log(m/(γα)) / ((n+1) ε))``,
     with ``p_max`` the largest probability of one bin under the score distribution.

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpuq._validation import check_alpha, check_epsilon, check_positive_int, check_scores
+from dpuq._validation import (
+    check_alpha,
+    check_epsilon,
+    check_labels,
+    check_positive_int,
+    check_scores,
+)
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.conformal.class_levels import auto_class_bins, class_rank_schedule
 from dpuq.ledger import charge
@@ -173,12 +179,14 @@ def calibrate_by_class(
         )
         notes.append(msg)
         warnings.warn(msg, UninformativeReleaseWarning, stacklevel=2)
+    check_labels(labels, k, n)  # every setting and input checked before the charge
     charge(
         ledger,
         dataset,
         eps,
         what="calibrate_by_class: class-conditional thresholds",
         seeded=random_state is not None,
+        settings={"alpha": a, "n": n, "n_classes": k, "method": "certified", "n_bins": m},
     )
     thresholds = class_thresholds(
         s, labels, k, epsilon=eps, n_bins=m, schedule=schedule, pad=pad, random_state=random_state
@@ -217,7 +225,7 @@ def calibrate_by_class(
 def class_prediction_sets(score_matrix, thresholds) -> np.ndarray:
     """Boolean sets ``S(x, y) <= thresholds[y]``: each label against its own class's threshold.
 
-    The same comparison as :func:`dpuq.prediction_sets` and the calibration bins (SPEC A.2),
+    The same comparison as :func:`dpuq.prediction_sets` and the calibration bins ,
     column by column.
 
     Parameters

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._validation import check_epsilon, check_probabilities
+from dpuq._validation import check_epsilon, check_labels, check_probabilities
 from dpuq.conformal._base import (
     _deprecated_score_alias,
     _hide_deprecated_kwargs,
@@ -21,7 +21,7 @@ from dpuq.conformal.class_conditional import (
 )
 from dpuq.conformal.scores import score_function
 from dpuq.conformal.sets import prediction_sets
-from dpuq.ledger import charge
+from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
 from dpuq.scale.sources import is_dask_collection
@@ -189,7 +189,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         bad = classes[pos_clipped] != y
         if bad.any():
             raise ValueError(
-                f"y has {int(bad.sum())} label(s) not among the classes {classes.tolist()}"
+                f"y_cal has label(s) not among the classes {classes.tolist()} of the "
+                "estimator (no count or value is shown: they depend on the data)"
             )
         return pos
 
@@ -234,6 +235,15 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         epsilon = check_epsilon(self.epsilon)
         alpha = self._alpha()
         score_function(self.conformity_score)
+        if self.class_conditional:  # settings errors before any charge
+            if isinstance(alpha, list):
+                raise ValueError("class_conditional=True takes one confidence_level, not several")
+            if self.method != "certified":
+                raise ValueError(
+                    "class_conditional=True uses the certified rank method; "
+                    f"method={self.method!r} is not available for it"
+                )
+        self._warn_if_released(epsilon)
         rng = self._rng()  # one fresh generator per release, never stored
         if is_dask_collection(X_cal):  # scores computed on the workers, never gathered
             if self.class_conditional:
@@ -248,15 +258,23 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         else:
             scores, labels = self._calibration_scores(X_cal, y_cal, rng)
         what = "PrivateConformalClassifier.conformalize"
-        charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
+        if labels is not None and self.class_conditional:
+            check_labels(labels, len(self.classes_), labels.size, "y_cal")
+        receipt = charge(
+            ledger,
+            dataset,
+            epsilon,
+            what=what,
+            seeded=self.random_state is not None,
+            settings={
+                "alpha": alpha,
+                "n": int(np.shape(scores)[0]) if labels is not None else None,
+                "method": self.method,
+                "score": self.conformity_score,
+                "class_conditional": bool(self.class_conditional),
+            },
+        )
         if self.class_conditional:
-            if isinstance(alpha, list):
-                raise ValueError("class_conditional=True takes one confidence_level, not several")
-            if self.method != "certified":
-                raise ValueError(
-                    "class_conditional=True uses the certified rank method; "
-                    f"method={self.method!r} is not available for it"
-                )
             cal = calibrate_by_class(
                 scores,
                 labels,
@@ -265,6 +283,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                 epsilon=epsilon,
                 n_bins=self.n_bins,
                 random_state=rng,
+                ledger=CALLER_CHARGED,
             )
         else:
             cal = self._release(scores, alpha, epsilon, rng)
@@ -278,6 +297,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         )
         self.privacy_report_: PrivacyReport = self.calibration_.privacy_report
         self.n_calibration_ = self.calibration_.n
+        self._record_trail(receipt, what)
         return self
 
     def predict_proba(self, X) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Conformity scores for regression with a public bound, and the intervals they give (SPEC A.6).
+"""Conformity scores for regression with a public bound, and the intervals they give .
 
 The private threshold lives on the grid ``j/m`` of [0, 1], so a regression score must be mapped
 to [0, 1]. Both scores here do it with a **public** bound ``B > 0``:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from dpuq.conformal._base import (
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
 )
-from dpuq.conformal.calibration import PrivateCalibration
+from dpuq.conformal.calibration import PrivateCalibration, UninformativeReleaseWarning
 from dpuq.conformal.class_conditional import calibrate_by_class, check_groups, grouped_intervals
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
@@ -23,7 +24,7 @@ from dpuq.conformal.regression_scores import (
     cqr_intervals,
     cqr_scores,
 )
-from dpuq.ledger import charge
+from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport
 from dpuq.scale.sources import is_dask_collection
@@ -74,7 +75,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         (n, 2, L), as MAPIE does.
     conformity_score : {"absolute", "cqr"}, default "absolute"
         (``score=`` is a deprecated alias, kept for one release; it warns.)
-    bound : float
+    bound : float or dpuq.PublicBound
         Public bound ``B > 0`` (keyword-only, no default): residuals beyond ``B`` (for CQR,
         distances beyond ``B`` outside or inside the quantile band) all get score 1 or 0. Too
         small a bound widens intervals (more releases at ``t = 1``), never loses coverage; too
@@ -163,8 +164,11 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         return self.conformity_score
 
     def _check_params(self) -> tuple[float, float, float]:
+        from dpuq.conformal.bound import PublicBound
+
         self._check_score()
-        return check_epsilon(self.epsilon), self._alpha(), check_bound(self.bound)
+        bound = self.bound.bound if isinstance(self.bound, PublicBound) else self.bound
+        return check_epsilon(self.epsilon), self._alpha(), check_bound(bound)
 
     @staticmethod
     def _call(est, X) -> np.ndarray:
@@ -222,6 +226,12 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         is drawn, or the release is refused.
         """
         epsilon, alpha, bound = self._check_params()
+        if self.n_groups is not None and groups is not None and self.method != "certified":
+            raise ValueError(  # a settings error, refused before any charge
+                "n_groups uses the certified rank method; "
+                f"method={self.method!r} is not available for it"
+            )
+        self._warn_if_released(epsilon)
         y = None if is_dask_collection(X_cal) else check_array_1d(y_cal, "y_cal")
         if y is None and groups is not None:
             raise ValueError(
@@ -248,7 +258,21 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             described = _DESCRIBED["cqr"]
         rng = self._rng()  # one fresh generator per release, never stored
         what = "PrivateConformalRegressor.conformalize"
-        charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
+        receipt = charge(
+            ledger,
+            dataset,
+            epsilon,
+            what=what,
+            seeded=self.random_state is not None,
+            settings={
+                "alpha": alpha,
+                "n": None if y is None else int(y.size),
+                "method": self.method,
+                "score": self.conformity_score,
+                "bound": bound,
+                "n_groups": self.n_groups,
+            },
+        )
         if group_index is None:
             cal = self._release(scores, alpha, epsilon, rng)
         else:
@@ -267,6 +291,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 epsilon=epsilon,
                 n_bins=self.n_bins,
                 random_state=rng,
+                ledger=CALLER_CHARGED,
             )
         details = dict(cal.privacy_report.details)
         details.update({"score": described, "bound (public)": bound})
@@ -279,8 +304,21 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         )
         self.privacy_report_: PrivacyReport = report
         self.n_calibration_ = self.calibration_.n
+        self._record_trail(receipt, what)
         self.bound_ = bound
         self.score_ = self.conformity_score
+        whole = np.asarray(self.threshold_) >= 1.0
+        if np.any(whole & np.asarray(getattr(self.calibration_, "informative", True))):
+            # from the released threshold(s) only (calibrate already warned when no level
+            # was informative, from public settings)
+            warnings.warn(
+                "the released threshold is 1"
+                + (" for some level(s) or group(s)" if np.ndim(self.threshold_) else "")
+                + f": those intervals are the whole line (-inf, inf). The public bound B = "
+                f"{bound:g} may be too small, or n, epsilon or alpha too small",
+                UninformativeReleaseWarning,
+                stacklevel=2,
+            )
         return self
 
     def predict(self, X) -> np.ndarray:

@@ -7,9 +7,12 @@ of another format version (an error saying "version"), a threshold off its own g
 fields that disagree (``confidence_level`` vs ``alpha``, the report's ε vs ``epsilon``, an
 uninformative release whose threshold is not 1). The file holds released values only.
 
-Fields: ``format`` ("dpuq-calibration"), ``format_version`` (1), ``dpuq_version``, ``task``
-("scores", "classification" or "regression"), ``score`` (an object with ``name`` and its public
-parameters), ``n_classes`` and ``classes`` (classification), ``confidence_level``, the fields of
+Fields: ``format`` ("dpuq-calibration"), ``format_version`` (2; 1 is still read),
+``dpuq_version``, ``task`` ("scores", "classification" or "regression"), ``score`` (an object
+with ``name`` and its public parameters), ``n_classes``, ``classes``, ``input``
+("probabilities" or "logits") and ``temperature`` (classification), ``trail`` (optional: what
+was released, when, from which data set, the ledger entry and the budget left; never a hash of
+the data), ``confidence_level``, the fields of
 :meth:`PrivateCalibration.to_dict` (``threshold``, ``level``, ``n_bins``, ``gamma``, ``epsilon``,
 ``alpha``, ``n``, ``informative``, ``privacy_report``) and ``seeded``.
 """
@@ -34,7 +37,10 @@ __all__ = [
 ]
 
 CALIBRATION_FORMAT = "dpuq-calibration"
-CALIBRATION_FORMAT_VERSION = 1
+#: 2: classification releases record their score input (``"input"``: "probabilities" or
+#: "logits", with ``"temperature"``) and may hold a ``"trail"`` (what, when, ledger entry).
+#: Version 1 files are still read: there ``"input"`` was written for logits only.
+CALIBRATION_FORMAT_VERSION = 2
 CLASSIFICATION_SCORES = ("lac", "aps", "raps", "top_k")
 REGRESSION_SCORES = ("absolute", "cqr")
 
@@ -214,6 +220,13 @@ def write_calibration(
 def estimator_record(est) -> dict[str, Any]:
     """The release record of a conformalized classifier or regressor."""
     est._check_conformalized()
+    record = _estimator_record(est)
+    if getattr(est, "release_trail_", None) is not None:
+        record["trail"] = est.release_trail_
+    return record
+
+
+def _estimator_record(est) -> dict[str, Any]:
     if hasattr(est, "classes_"):
         classes = [c.item() if hasattr(c, "item") else c for c in est.classes_]
         score = {"name": est.conformity_score, **dict(est.score_params or {})}
@@ -223,6 +236,7 @@ def estimator_record(est) -> dict[str, Any]:
             score=score,
             n_classes=len(classes),
             classes=classes,
+            input="probabilities",  # the estimator's predict_proba (or callable)
         )
     score = {"name": est.score_, "bound": float(est.bound_)}
     return calibration_record(est.calibration_, task="regression", score=score)
@@ -240,6 +254,13 @@ def restore_estimator(cls, rec: dict[str, Any], estimator, calibration_cls):
     if rec["task"] == "classification":
         if "bound" in rec["score"] or not hasattr(cls, "predict_set"):
             raise ValueError(f"a classification release cannot be loaded into {cls.__name__}")
+        if rec.get("input", "probabilities") != "probabilities":
+            raise ValueError(
+                "this release was calibrated on logits (softmax temperature "
+                f"{rec.get('temperature', 1.0):g}), but {cls.__name__} scores the estimator's "
+                "probabilities: wrap a model whose probabilities are softmax(logits / T) and "
+                "calibrate again, or predict with `dpuq predict --logits`"
+            )
         est = cls(
             estimator, conformity_score=rec["score"]["name"], score_params=params or None, **common
         )
@@ -259,6 +280,7 @@ def restore_estimator(cls, rec: dict[str, Any], estimator, calibration_cls):
             f"a release of task {rec['task']!r} is not an estimator's; use PrivateCalibration.load"
         )
     est.calibration_ = cal
+    est.release_trail_ = rec.get("trail")
     est.threshold_ = cal.threshold
     est.privacy_report_ = cal.privacy_report
     est.n_calibration_ = cal.n

@@ -1,4 +1,4 @@
-"""Conformity scores for classification (SPEC A.6): pure functions of probabilities and labels.
+"""Conformity scores for classification : pure functions of probabilities and labels.
 
 Each takes class probabilities ``probs`` of shape (n, K). With ``labels`` it returns the (n,)
 scores of the true labels (calibration); without, the (n, K) matrix of scores of every label

@@ -14,7 +14,7 @@ __all__ = ["prediction_sets"]
 def prediction_sets(score_matrix, threshold: float) -> np.ndarray:
     """Boolean prediction sets ``S(x, y) <= threshold``.
 
-    Uses the same comparison as calibration binning (SPEC A.2): a score equal to a bin edge
+    Uses the same comparison as calibration binning : a score equal to a bin edge
     is in the set exactly when its bin is at or below the released bin. A threshold >= 1
     (or ``inf`` from the non-private baseline) gives full sets.
 

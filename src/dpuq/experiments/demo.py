@@ -43,6 +43,7 @@ from dpuq.experiments.common import Method, compare_methods, model_accuracy
 from dpuq.experiments.demo_results import DemoConfig, DemoResult, PipelineResult
 from dpuq.experiments.evaluation import ScorePool, random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
+from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.randomness import check_random_state
 from dpuq.report import PrivacyReport, Relation, compose_disjoint
 
@@ -148,7 +149,7 @@ def _sizes(config: DemoConfig, n_total: int) -> tuple[int, int]:
 def _calibration_report(n: int, epsilon: float, level: float | None, m) -> PrivacyReport:
     return PrivacyReport(
         mechanism="private split-conformal threshold (exponential mechanism over binned "
-        "quantiles, rank utility at the certified level; dpuq SPEC A.7)",
+        "quantiles, rank utility at the certified level)",
         epsilon=epsilon,
         delta=0.0,
         relation=Relation.REPLACE_ONE,
@@ -188,6 +189,7 @@ def _temperature_scaled(
             data.y_temperature,
             epsilon=eps_t,
             random_state=rng if config.seed is not None else None,
+            ledger=CALLER_CHARGED,  # the demo evaluates, it releases nothing for use
         )
         privacy = compose_disjoint(
             [m.privacy, report],
@@ -218,7 +220,22 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
     data = _load_data(config, rng)
     if data.outputs is not None:
         n_cal, n_test = config.n_calibration or data.y_pool.size // 2, None
-        models = [TrainedModel("your model", data.outputs, None, {"source": data.name})]
+        declared = None
+        if config.declared_training:  # reported as declared, never as verified
+            declared = PrivacyReport(
+                mechanism="the model's training, as declared by the user (not verified by dpuq)",
+                epsilon=float(config.train_epsilon),
+                delta=float(config.train_delta),
+                relation=Relation.REPLACE_ONE,
+                sensitivity="as declared by the user",
+                notes=(
+                    "declared by the user with --train-epsilon/--train-delta; dpuq did not "
+                    "train this model and cannot verify its privacy",
+                ),
+            )
+        name = config.model_name or "your model"
+        source = config.dataset_name or data.name
+        models = [TrainedModel(name, data.outputs, declared, {"source": source})]
         n_train = 0
         n_test = data.y_pool.size - n_cal
     else:
@@ -301,7 +318,7 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
             )
     result = DemoResult(
         config=config,
-        data_name=data.name,
+        data_name=config.dataset_name or data.name,
         n_train=n_train,
         n_calibration=n_cal,
         n_test=int(n_test),

@@ -196,6 +196,24 @@ def _privacy_intro(result) -> list[str]:
         "published. A model or threshold without privacy (ε = ∞) gives its people no "
         "guarantee.",
     ]
+    if getattr(c, "data", None) == "outputs":
+        lines.append(
+            f"The model's training privacy (ε = {c.train_epsilon:g}, δ = {c.train_delta:g}) is "
+            "as declared by the user: dpuq did not train this model and cannot verify it."
+            if getattr(c, "declared_training", False)
+            else "The model's training privacy was not declared (--train-epsilon): it is "
+            "reported as not private (ε = ∞)."
+        )
+    from dpuq._ledger_schema import now
+    from dpuq._version import __version__
+
+    lines.append(
+        f"Paper trail: written {now()[:19]} UTC by dpuq {__version__}, from the data set "
+        f"'{getattr(result, 'data_name', '?')}'. This demo repeats each release over random "
+        "splits to measure it, so it charges no privacy ledger; a release for use is made "
+        "once with `dpuq calibrate --ledger PATH --dataset NAME`, whose file records its "
+        "ledger entry and the budget left."
+    )
     if c.seed is not None:
         lines.append(
             f"This run used a fixed seed (--seed {c.seed}) so that it can be repeated: anyone "

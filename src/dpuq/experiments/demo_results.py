@@ -48,6 +48,9 @@ class DemoConfig:
     temperature_scaling: bool = False
     temperature_epsilon: float | None = None  # default: the calibration ε
     n_temperature: int | None = None  # held-out people for it (default per data set)
+    model_name: str | None = None  # --probs: the user's name for the model
+    dataset_name: str | None = None  # --probs: the user's name for the data set
+    declared_training: bool = False  # --probs: train_epsilon/delta declared by the user
 
 
 @dataclass

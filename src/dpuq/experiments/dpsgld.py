@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpuq.ledger import CALLER_CHARGED
 from dpuq.metrics.calibration import expected_calibration_error, reliability_curve
 
 __all__ = ["FULL", "QUICK", "Setting", "main", "run_seed"]
@@ -228,6 +229,7 @@ def run_seed(setting: Setting, seed: int, log=print) -> list[dict]:
             batch_size=setting.batch_size,
             random_state=np.random.default_rng([seed, k]),
             show_progress=False,
+            ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
             **kw,
         )
         seconds = time.perf_counter() - start
@@ -258,6 +260,7 @@ def run_seed(setting: Setting, seed: int, log=print) -> list[dict]:
                 yh,
                 epsilon=setting.temperature_epsilon,
                 random_state=np.random.default_rng([seed, k, len(out)]),
+                ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
             )
             scaled = lp_test / t
             scaled -= np.logaddexp.reduce(scaled, axis=1, keepdims=True)

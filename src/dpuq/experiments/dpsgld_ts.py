@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpuq.ledger import CALLER_CHARGED
 from dpuq.metrics.calibration import expected_calibration_error
 
 __all__ = ["main"]
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             epochs=FULL.epochs, batch_size=FULL.batch_size, learning_rate=1.0,
             epsilon=FULL.epsilon, delta=FULL.delta, relation=FULL.relation,
             random_state=np.random.default_rng([seed, k]), show_progress=False,
+            ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
         )  # fmt: skip
         lp_h, lp_t = _log_probs(model, xh), _log_probs(model, xt)
         ece0 = expected_calibration_error(_softmax(lp_t, 1.0), yt)
@@ -62,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.draws):
                 sub = gen.choice(yh.size, size=n, replace=False)
                 t, _ = private_temperature_scaling(
-                    lp_h[sub], yh[sub], epsilon=eps, loss=loss, random_state=gen
+                    lp_h[sub],
+                    yh[sub],
+                    epsilon=eps,
+                    loss=loss,
+                    random_state=gen,
+                    ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
                 )
                 temps.append(t)
                 eces.append(expected_calibration_error(_softmax(lp_t, t), yt))

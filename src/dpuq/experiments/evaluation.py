@@ -31,6 +31,7 @@ from dpuq._progress import progress
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
 from dpuq.conformal.calibration import _order_statistic_rank, _resolve_bins_gamma
 from dpuq.conformal.scores import lac_scores
+from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.quantile import private_quantiles
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning import _certified_rho, _check_method, _level, _level_from_rho
@@ -206,7 +207,15 @@ def private_thresholds(
         q = _level_from_rho(n, _certified_rho(n, alpha, epsilon, m), alpha, epsilon, m)
         utility, informative = "rank", math.isfinite(q)
     if informative:
-        t = private_quantiles(s, q, epsilon, m, check_random_state(random_state), utility=utility)
+        t = private_quantiles(  # a simulation on given scores, not a release about people
+            s,
+            q,
+            epsilon,
+            m,
+            check_random_state(random_state),
+            utility=utility,
+            ledger=CALLER_CHARGED,
+        )
     else:
         t = np.ones(s.shape[0])
     gamma_out = None if g is None else float(g)

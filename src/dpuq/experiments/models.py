@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dpuq.ledger import CALLER_CHARGED
 from dpuq.report import PrivacyReport
 
 __all__ = ["TrainedModel", "train_three_ways"]
@@ -187,6 +188,7 @@ def _run_all(runs, xt, yt, xe, side, n_classes, plan, batch, seed, show_progress
             batch_size=batch,
             random_state=np.random.default_rng([seed, i]),
             show_progress=show_progress,
+            ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
             **kwargs,
         )
         probs = predict_proba(net, xe)

@@ -1,11 +1,11 @@
-"""Private confidence sets (SPEC D): coverage study, CDF error rates, a clinical data set.
+"""Private confidence sets (Chadha et al.): coverage study, CDF error rates, a clinical data set.
 
 1. :func:`run_peer_setting` — the peers' setting (Chadha, Duchi, Kuditipudi 2024): the mean of a
    normal with scale 2 truncated to ``[-3, 2]`` (public bounds), ``α = 0.05``,
    ``n ∈ {300, 500, 1000, 1500, 2000}``, ``ε ∈ {1, 5, 10}``; coverage and mean width of every
    method over the same simulated data sets.
 2. :func:`run_cdf_error` — the error of the private CDF estimates against ``n`` (log-log), with
-   the slopes SPEC D predicts (-1/2 for Algorithm 2 and its all-thresholds version, -1/4 for
+   the slopes the paper predicts (-1/2 for Algorithm 2 and its all-thresholds version, -1/4 for
    Algorithm 1). The truth ``J_n`` comes from a two-term Edgeworth expansion (error
    ``O(n^{-3/2})``, far below the errors measured).
 3. :func:`run_diabetes` — ``sklearn``'s diabetes study (442 patients, raw features): intervals

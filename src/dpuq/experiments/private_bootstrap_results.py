@@ -39,7 +39,7 @@ DIABETES_LABELS = {"bmi": "body-mass index (kg/m²)", "bp": "mean arterial press
 METHODS = {
     "ensemble": "ours: ensemble, ε per part (2ε total)",
     "ensemble_total": "ours: ensemble, ε/2 per part (ε total)",
-    "ensemble_cdf": "SPEC D literal: tree CDF + uniform slack (2ε)",
+    "ensemble_cdf": "Chadha et al. 2024 literal: tree CDF + uniform slack (2ε)",
     "naive": "Algorithm 1 (nominal ε per part; real ε' reported)",
     "normal": "normal approximation, Laplace mean + variance (2ε)",
     "percentile": "percentile bootstrap, not private",
@@ -212,7 +212,7 @@ def plot_cdf_error(res: CdfErrorResult, path: Path) -> None:
         rmse = np.sqrt(np.mean(e**2, axis=0))
         ax.loglog(ns, rmse, style, label=f"{m}: slope {res.slopes[m]:.2f}")
     ref = np.sqrt(np.mean(res.errors["ensemble (Alg. 2, one t)"][:, 0] ** 2))
-    ax.loglog(ns, ref * (ns / ns[0]) ** -0.5, color="grey", lw=0.8, label="slope -1/2 (SPEC D)")
+    ax.loglog(ns, ref * (ns / ns[0]) ** -0.5, color="grey", lw=0.8, label="slope -1/2 (theory)")
     ref4 = np.sqrt(np.mean(res.errors["naive (Alg. 1)"][:, 0] ** 2))
     ax.loglog(
         ns,

@@ -1,4 +1,4 @@
-"""Private ERM experiments (SPEC C): decision stumps on breast cancer, and the PAC theorem.
+"""Private ERM experiments (Nikolov's notes): decision stumps on breast cancer, and the PAC theorem.
 
 1. :func:`run_breast_cancer` — ``sklearn``'s breast cancer data (569 patients, 30 features):
    ε-DP decision stumps over a **public** threshold grid against the non-private ERM stump,
@@ -207,12 +207,13 @@ def run_realizable(
     cells = [(i, j) for i in range(eps.size) for j in range(fr.size)]
     for i, j in progress(cells, f"realizable {concept_class}", disable=not show_progress):
         n = max(1, int(np.ceil(fr[j] * bound[i])))
-        clf = PrivateERMClassifier(concepts, epsilon=float(eps[i]))
         errs = np.empty(n_trials)
         for t in range(n_trials):
             x = rng.uniform(size=n)
             labels = concepts.predict(target, x)
-            clf.set_params(random_state=int(rng.integers(2**32)))  # one seed per release
+            clf = PrivateERMClassifier(  # a fresh learner (and seed) per simulated release
+                concepts, epsilon=float(eps[i]), random_state=int(rng.integers(2**32))
+            )
             errs[t] = pop_error[clf.fit(x, labels).concept_index_]
         failure[i, j] = np.mean(errs > alpha)
         mean_err[i, j] = errs.mean()

@@ -1,14 +1,14 @@
 """Input checks and small shared definitions for private confidence sets (SPEC D).
 
 Every check raises a ``ValueError`` or ``TypeError`` naming the argument. Data outside the
-public bounds are an error unless the caller passes ``clip=True``; a :class:`ClippingWarning`
-then says that clipping happened. Neither carries a data-dependent number (count, extremes).
+public bounds are an error unless the caller passes ``clip=True``; then they are clipped
+*silently*: whether any value was clipped depends on the data, so nothing observable (no
+warning, no log record, no message) may say so. No message carries a data-dependent number.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -37,10 +37,12 @@ STATISTICS = ("mean", "median", "trimmed_mean")
 
 
 class ClippingWarning(UserWarning):
-    """Data were clipped to the public bounds (``clip=True``).
+    """Kept for compatibility; dpuq no longer issues it.
 
-    The warning says only that clipping happened: the number of clipped values depends on the
-    data and is not released, so no message carries it.
+    It used to fire when ``clip=True`` clipped some value: its mere presence told neighbouring
+    data sets apart (a data set with one record outside the bounds against one without), a
+    side channel outside the ε guarantee. With ``clip=True`` clipping is now silent, whatever
+    the data.
     """
 
 
@@ -63,9 +65,12 @@ def check_bounds(bounds) -> tuple[float, float]:
 
 
 def check_outside(outside: bool, name: str, bounds, clip: bool, stacklevel: int = 2) -> None:
-    """Refuse data outside the public ``bounds``, or (``clip``) warn that they were clipped.
+    """Refuse data outside the public ``bounds`` unless ``clip`` (then clipping is silent).
 
-    No count and no extremes in the message: they are data-dependent and not released.
+    No count and no extremes in the message: they are data-dependent and not released. With
+    ``clip=True`` nothing is said whatever the data (a warning that fires only when a value
+    is clipped would tell neighbouring data sets apart). ``stacklevel`` is unused (kept for
+    callers).
     """
     a, b = bounds
     if outside and not clip:
@@ -73,20 +78,14 @@ def check_outside(outside: bool, name: str, bounds, clip: bool, stacklevel: int 
             f"{name}: values lie outside bounds [{a:g}, {b:g}]; widen the public bounds or "
             "pass clip=True to clip them"
         )
-    if outside:
-        warnings.warn(
-            f"{name}: values were clipped to the public bounds [{a:g}, {b:g}]",
-            ClippingWarning,
-            stacklevel=stacklevel,
-        )
 
 
 def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.ndarray, int]:
     """Return ``(x, n_clipped)``: finite 1-d data inside the public ``bounds``.
 
     Values outside the bounds are an error (with no data-dependent number in it), unless
-    ``clip=True``: then they are clipped and a :class:`ClippingWarning` says so (no count).
-    The count returned stays with the caller; no dpuq release or message uses it.
+    ``clip=True``: then they are clipped silently. The count returned stays with the caller;
+    no dpuq release, message or warning uses it.
     """
     if not isinstance(clip, bool | np.bool_):
         raise TypeError(f"clip must be True or False, got {clip!r}")

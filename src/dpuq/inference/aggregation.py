@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.exponential import exponential_mechanism
 from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 
@@ -79,7 +80,11 @@ def private_median_of_values(
     above = v.size - np.searchsorted(v, candidates, side="right")
     u = -np.maximum(below, above).astype(float)
     return float(
-        candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0, random_state=rng)]
+        candidates[
+            exponential_mechanism(
+                u, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=CALLER_CHARGED
+            )
+        ]
     )
 
 

@@ -137,7 +137,7 @@ def private_bootstrap_cdf(
     delta : float, default 1e-6
         The δ at which the naive method's ε' is reported (ignored by the ensemble).
     clip : bool, default False
-        Clip data outside ``bounds`` (a warning says so, without a count).
+        Clip data outside ``bounds`` (silently: whether any was clipped is not released).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional

@@ -42,6 +42,7 @@ from dpuq.inference._data import (
     check_data,
     parse_statistic,
 )
+from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
@@ -185,7 +186,9 @@ def release_point_estimate(
     if stat.name == "median":
         cand = median_candidates(bounds, n_candidates)
         u = _median_utilities(np.sort(x), cand)
-        j = exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0, random_state=rng)
+        j = exponential_mechanism(
+            u, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=CALLER_CHARGED
+        )
         rep = _report(
             "median",
             epsilon,
@@ -236,8 +239,23 @@ def release_variance(
 # --- public functions ---------------------------------------------------------------------------
 
 
+def _charge(what, ledger, dataset, eps, random_state, n, bounds, clip) -> None:
+    """Charge one point estimate (public settings only) after its checks, before its noise."""
+    a, b = check_bounds(bounds)
+    settings = {"statistic": what.removeprefix("private_"), "n": int(n), "bounds": [a, b]}
+    settings["clip"] = bool(clip)
+    charge(ledger, dataset, eps, what=what, seeded=random_state is not None, settings=settings)
+
+
 def private_mean(
-    x, *, epsilon: float, bounds, clip: bool = False, random_state: RandomState = None
+    x,
+    *,
+    epsilon: float,
+    bounds,
+    clip: bool = False,
+    random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PrivateEstimate:
     """Release the mean of data in public ``bounds`` with the Laplace mechanism; ε-DP.
 
@@ -253,10 +271,13 @@ def private_mean(
         Public interval ``[a, b]`` known to contain every value (from public knowledge, never
         from the data).
     clip : bool, default False
-        Clip values outside ``bounds`` instead of raising (a warning says so, without a
-        count).
+        Clip values outside ``bounds`` instead of raising. Silent: whether any value was
+        clipped depends on the data and is not released (docs/privacy.md).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        Charge ε to ``dataset``'s budget after every check and before any noise is drawn
+        (:func:`dpuq.ledger.charge`), or refuse the release.
 
     Returns
     -------
@@ -271,6 +292,7 @@ def private_mean(
     eps = check_epsilon(epsilon)
     data, _ = check_data(x, bounds, clip=clip)
     rng = check_random_state(random_state)
+    _charge("private_mean", ledger, dataset, eps, random_state, data.size, bounds, clip)
     release = release_point_estimate(data, Statistic("mean"), check_bounds(bounds), eps, rng)
     return mark_seeded(release, random_state)
 
@@ -283,11 +305,13 @@ def private_trimmed_mean(
     trim: float = 0.1,
     clip: bool = False,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PrivateEstimate:
     """Release the trimmed mean with ``Laplace(R/((n - 2k) ε))``, ``k = floor(trim n)``; ε-DP.
 
-    Parameters are those of :func:`private_mean`, plus ``trim`` in [0, 0.5), the proportion
-    dropped at each end.
+    Parameters are those of :func:`private_mean` (``ledger``/``dataset`` too), plus ``trim``
+    in [0, 0.5), the proportion dropped at each end.
 
     Examples
     --------
@@ -303,6 +327,7 @@ def private_trimmed_mean(
     if data.size - 2 * stat.n_trim(data.size) < 1:
         raise ValueError("trim leaves no data")
     rng = check_random_state(random_state)
+    _charge("private_trimmed_mean", ledger, dataset, eps, random_state, data.size, bounds, clip)
     release = release_point_estimate(data, stat, check_bounds(bounds), eps, rng)
     return mark_seeded(release, random_state)
 
@@ -315,12 +340,15 @@ def private_median(
     n_candidates: int = DEFAULT_MEDIAN_CANDIDATES,
     clip: bool = False,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PrivateEstimate:
     """Release the median with the exponential mechanism over a public grid; ε-DP.
 
     The candidates are ``n_candidates`` equally spaced points in ``bounds``; candidate ``c``
     has utility ``-max(#{x < c}, #{x > c})`` (sensitivity 1 under replace-one). Exact law:
-    :func:`private_median_log_distribution`.
+    :func:`private_median_log_distribution`. ``clip``, ``random_state``, ``ledger`` and
+    ``dataset``: as for :func:`private_mean`.
 
     Examples
     --------
@@ -331,6 +359,8 @@ def private_median(
     eps = check_epsilon(epsilon)
     data, _ = check_data(x, bounds, clip=clip)
     rng = check_random_state(random_state)
+    median_candidates(bounds, n_candidates)  # checked before the charge
+    _charge("private_median", ledger, dataset, eps, random_state, data.size, bounds, clip)
     release = release_point_estimate(
         data, Statistic("median"), check_bounds(bounds), eps, rng, n_candidates
     )
@@ -358,11 +388,19 @@ def private_median_log_distribution(
 
 
 def private_variance(
-    x, *, epsilon: float, bounds, clip: bool = False, random_state: RandomState = None
+    x,
+    *,
+    epsilon: float,
+    bounds,
+    clip: bool = False,
+    random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> PrivateEstimate:
     """Release the plug-in variance with ``Laplace(R^2/(n ε))``; ε-DP.
 
-    The released value can be negative (it is the noisy variance, not clipped).
+    The released value can be negative (it is the noisy variance, not clipped). Parameters:
+    as for :func:`private_mean`.
 
     Examples
     --------
@@ -373,4 +411,5 @@ def private_variance(
     eps = check_epsilon(epsilon)
     data, _ = check_data(x, bounds, clip=clip)
     rng = check_random_state(random_state)
+    _charge("private_variance", ledger, dataset, eps, random_state, data.size, bounds, clip)
     return mark_seeded(release_variance(data, check_bounds(bounds), eps, rng), random_state)

@@ -141,7 +141,7 @@ def private_confidence_interval(
         asymmetry too (the bootstrap-t's skewness correction), splitting the budget three ways;
         ignored for the median, whose interval is always symmetric.
     clip : bool, default False
-        Clip data outside ``bounds`` (a warning says so, without a count).
+        Clip data outside ``bounds`` (silently: whether any was clipped is not released).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional

@@ -1,4 +1,4 @@
-"""Private PAC learning over finite concept classes (SPEC C).
+"""Private PAC learning over finite concept classes (Nikolov's notes).
 
 :class:`PrivateERMClassifier` releases one concept of a finite public class with the
 exponential mechanism on empirical error (ε-DP, replace-one with ``n`` public);

@@ -38,11 +38,9 @@ def check_binary_labels(y, n_samples: int | None = None, name: str = "y") -> np.
     if arr.dtype.kind not in "biuf":  # bool is accepted here: True is the label 1
         raise TypeError(f"{name} must hold binary labels 0/1, got dtype {arr.dtype}")
     bad = ~((arr == 0) | (arr == 1))
-    if bad.any():
-        shown = np.unique(arr[bad])[:5].tolist()
+    if bad.any():  # no count and no value: both depend on the data
         raise ValueError(
-            f"{name} must hold binary labels 0/1 (this concept class is binary); "
-            f"{int(bad.sum())} label(s) are not, e.g. {shown}"
+            f"{name} must hold binary labels 0/1 (this concept class is binary); some are not"
         )
     return arr.astype(np.int64)
 
@@ -134,6 +132,12 @@ class ConceptClass:
     def predict(self, index: int, X) -> np.ndarray:
         """Labels (0/1, int64) that concept ``index`` gives to the rows of ``X``."""
         return self._predict(self._index(index), self._check_X(X))
+
+    def released(self, index: int) -> tuple[ConceptClass, int]:
+        """What a fitted learner keeps of the class: ``(class, position)`` such that
+        ``class.predict(position, X)`` is concept ``index``. The default keeps the class (a
+        public grid); classes given as tables or callables keep only the released concept."""
+        return self, self._index(index)
 
 
 def _n_rows(X) -> int:

@@ -1,4 +1,4 @@
-"""Private empirical risk minimisation over a finite concept class (SPEC C).
+"""Private empirical risk minimisation over a finite concept class (Nikolov's notes).
 
 The learner of the lecture notes: release a concept ``c`` with probability
 ``∝ exp(-ε n L_X(c) / 2)``, the exponential mechanism with utility ``u(X, c) = -L_X(c)``
@@ -21,15 +21,16 @@ The code computes the equivalent weights ``exp(-ε · count / 2)`` from integer 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin
 
-from dpuq._estimator import NotFittedError, PrivateEstimator
+from dpuq._estimator import NotFittedError, PrivateEstimator, RepeatedReleaseWarning
 from dpuq._validation import check_epsilon, check_in_open_unit, check_positive_int
 from dpuq.learning.concepts import ConceptClass, as_concept_class, check_binary_labels
-from dpuq.ledger import charge
+from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
@@ -49,7 +50,7 @@ REPLACE_ONE_EXAMPLE = (
 class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
     """ε-DP learner over a finite concept class: the exponential mechanism on empirical error.
 
-    ``fit`` releases one concept ``c`` with probability ``∝ exp(-ε n L_X(c) / 2)`` (SPEC C).
+    ``fit`` releases one concept ``c`` with probability ``∝ exp(-ε n L_X(c) / 2)``.
     With ``n >= pac_sample_complexity(|C|, α, β, ε)`` i.i.d. examples labelled by a concept
     of the class, its population error is at most ``α`` with probability at least ``1 - β``.
 
@@ -80,7 +81,10 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
     concept_ : dict
         The released concept's parameters (e.g. feature, threshold, sign).
     concepts_ : ConceptClass
-        The (public) concept class.
+        What the learner keeps of the class to predict: the public grid class itself, or
+        (for :class:`TabulatedConcepts` and :class:`ConceptList`) the released concept alone.
+        Pickles hold no table or callables beyond it: the ``concepts`` parameter of those two
+        classes is left out of a pickle (set it again with ``set_params`` to refit).
     classes_ : ndarray
         ``array([0, 1])``.
     privacy_report_ : PrivacyReport
@@ -129,14 +133,34 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
             samples, non-finite features or labels that are not 0/1.
         """
         epsilon = check_epsilon(self.epsilon)
+        if hasattr(self, "concept_index_"):  # the estimator's own state, never the data
+            warnings.warn(
+                "this PrivateERMClassifier already holds a release: fit again spends "
+                f"epsilon = {epsilon:g} again on the training people (the costs add up)",
+                RepeatedReleaseWarning,
+                stacklevel=2,
+            )
         rng = self._release_rng()  # fresh per release, never stored
         cc, counts, n = self._counts(X, y)
         what = "PrivateERMClassifier.fit"
-        charge(ledger, dataset, epsilon, what=what, seeded=self.random_state is not None)
-        index = exponential_mechanism(
-            -counts.astype(float), epsilon=epsilon, sensitivity=1.0, random_state=rng
+        charge(
+            ledger,
+            dataset,
+            epsilon,
+            what=what,
+            seeded=self.random_state is not None,
+            settings={"n": n, "n_concepts": int(cc.n_concepts)},
         )
-        self.concepts_ = cc
+        index = exponential_mechanism(
+            -counts.astype(float),
+            epsilon=epsilon,
+            sensitivity=1.0,
+            random_state=rng,
+            ledger=CALLER_CHARGED,
+        )
+        # a fitted learner keeps only what was released: for a table or a list of
+        # callables, the released concept alone (TabulatedConcepts.released)
+        self.concepts_, self._position = cc.released(index)
         if getattr(X, "ndim", None) == 2:
             self.n_features_in_ = int(X.shape[1])
         self.concept_index_ = int(index)
@@ -166,7 +190,7 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
     def predict(self, X) -> np.ndarray:
         """Labels (0/1) given by the released concept."""
         self._check_fitted()
-        return self.concepts_.predict(self.concept_index_, X)
+        return self.concepts_.predict(getattr(self, "_position", self.concept_index_), X)
 
     def score(self, X, y) -> float:
         """Accuracy of the released concept on ``(X, y)``."""
@@ -202,9 +226,18 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
         tags.classifier_tags.multi_class = False  # labels are 0/1
         return tags
 
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        from dpuq.learning.finite_concepts import ConceptList, TabulatedConcepts
+
+        if isinstance(state.get("concepts"), TabulatedConcepts | ConceptList):
+            # a table or callables may hold more than the release: never pickled
+            state["concepts"] = None
+        return state
+
 
 def pac_sample_complexity(n_concepts: int, alpha: float, beta: float, epsilon: float) -> int:
-    """Sample size at which the private learner PAC-learns a finite class (SPEC C).
+    """Sample size at which the private learner PAC-learns a finite class (Nikolov's notes).
 
     ``n >= max{4 ln(2|C|/β) / (ε α), 2 ln(2|C|/β) / α²}``. Realizable case: with ``n`` i.i.d.
     examples labelled by a concept of ``C``, :class:`PrivateERMClassifier` outputs a concept

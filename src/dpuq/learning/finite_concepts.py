@@ -71,6 +71,11 @@ class ConceptList(ConceptClass):
 
     _predict = _labels
 
+    def released(self, index: int) -> tuple[ConceptList, int]:
+        """Only the released callable."""
+        i = self._index(index)
+        return ConceptList([self.concepts[i]]), 0
+
     def describe(self, index: int) -> dict[str, Any]:
         i = self._index(index)
         fn = self.concepts[i]
@@ -88,8 +93,13 @@ class TabulatedConcepts(ConceptClass):
     finite data universe. Errors of all concepts at once: ``P @ (neg - pos) + n_pos`` with
     per-point label counts, ``O(n + |C| · n_domain)``.
 
-    A matrix of predictions on the training points themselves fits this too: use
-    ``X = np.arange(n)``.
+    The domain must be **public** and fixed before the data are seen (e.g. the cells of a
+    public grid, the answers of a questionnaire): ``X[i]`` says which domain point person
+    ``i`` is. Never tabulate concepts on the training points themselves (columns indexed by
+    training rows, ``X = np.arange(n)``): the table would then be a function of the training
+    features, the concept class would not be public, the ε-DP argument of
+    :class:`~dpuq.learning.PrivateERMClassifier` would not hold, and the table would reveal
+    every person's features. A fitted learner keeps (and pickles) only the released row.
 
     Examples
     --------
@@ -147,6 +157,11 @@ class TabulatedConcepts(ConceptClass):
 
     def describe(self, index: int) -> dict[str, Any]:
         return {"concept": "tabulated", "index": self._index(index)}
+
+    def released(self, index: int) -> tuple[TabulatedConcepts, int]:
+        """Only the released concept's row (its labels on the public domain)."""
+        i = self._index(index)
+        return TabulatedConcepts(self.predictions[i : i + 1]), 0
 
     def __repr__(self) -> str:
         n, d = self.predictions.shape

@@ -37,6 +37,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpuq._validation import check_array_1d, check_epsilon, check_positive_finite
+from dpuq.ledger import charge
 from dpuq.mechanisms.exact import bernoulli_certified
 from dpuq.mechanisms.log_weights import (
     bernoulli_exp_neg,
@@ -141,6 +142,8 @@ def exponential_mechanism(
     sensitivity: float,
     monotone: bool = False,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> int:
     """Release the index of one candidate with the exponential mechanism; ε-DP.
 
@@ -160,6 +163,11 @@ def exponential_mechanism(
         Whether utilities are monotone between neighbours (halves the noise).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
+    ledger : dpuq.Ledger, path or None
+        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
+        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
+    dataset : str or None
+        The name of the data set released about.
 
     Returns
     -------
@@ -172,7 +180,16 @@ def exponential_mechanism(
     1
     """
     lw = _log_weights(utilities, epsilon, sensitivity, monotone)
-    return sample_log_weights(lw, check_random_state(random_state))
+    rng = check_random_state(random_state)
+    charge(
+        ledger,
+        dataset,
+        float(epsilon),
+        what="exponential_mechanism",
+        seeded=random_state is not None,
+        settings={"n_candidates": int(lw.size), "sensitivity": float(sensitivity)},
+    )
+    return sample_log_weights(lw, rng)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,7 +211,7 @@ def exponential_mechanism_accuracy_bound(
     ``P(u(X, r_out) <= OPT - (2Δu/ε)(ln R + ln(1/β))) <= β`` (``Δu/ε`` when ``monotone``).
     Argument: every candidate with ``u <= OPT - g`` has weight at most
     ``exp(ε (OPT - g) / (2Δu))`` and the normaliser is at least ``exp(ε OPT / (2Δu))``, so the
-    ``R`` of them together have probability at most ``R exp(-ε g / (2Δu))`` (SPEC C; Dwork and
+    ``R`` of them together have probability at most ``R exp(-ε g / (2Δu))`` (Dwork and
     Roth 2014, Thm 3.11). The bound holds for every data set, not only on average.
 
     The same bound holds for :func:`permute_and_flip`: there each candidate's probability is at
@@ -352,6 +369,8 @@ def permute_and_flip(
     epsilon: float,
     sensitivity: float,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> int:
     """Release one candidate with permute-and-flip (McKenna and Sheldon 2020); ε-DP.
 
@@ -385,6 +404,11 @@ def permute_and_flip(
         ``Δu`` > 0.
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
+    ledger : dpuq.Ledger, path or None
+        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
+        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
+    dataset : str or None
+        The name of the data set released about.
 
     Returns
     -------
@@ -397,7 +421,16 @@ def permute_and_flip(
     1
     """
     lw = _log_weights(utilities, epsilon, sensitivity, monotone=False)
-    return sample_permute_and_flip(lw, check_random_state(random_state))
+    rng = check_random_state(random_state)
+    charge(
+        ledger,
+        dataset,
+        float(epsilon),
+        what="permute_and_flip",
+        seeded=random_state is not None,
+        settings={"n_candidates": int(lw.size), "sensitivity": float(sensitivity)},
+    )
+    return sample_permute_and_flip(lw, rng)
 
 
 def sample_permute_and_flip(log_weights: np.ndarray, rng: np.random.Generator) -> int:

@@ -38,6 +38,7 @@ import math
 import numpy as np
 
 from dpuq._validation import as_real_array, check_epsilon, check_positive_finite
+from dpuq.ledger import charge
 from dpuq.mechanisms.discrete_laplace import (
     discrete_laplace_log_pmf,
     laplace_lattice,
@@ -104,6 +105,8 @@ def laplace_mechanism(
     sensitivity: float,
     epsilon: float,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ):
     """Release ``value + Laplace(0, Δ/ε)`` noise, i.i.d. per coordinate; ε-DP.
 
@@ -121,6 +124,11 @@ def laplace_mechanism(
         Privacy parameter, > 0.
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
+    ledger : dpuq.Ledger, path or None
+        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
+        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
+    dataset : str or None
+        The name of the data set released about.
 
     Returns
     -------
@@ -137,7 +145,16 @@ def laplace_mechanism(
     scale = laplace_scale(sensitivity, epsilon, max(1, arr.size))
     if not np.all(np.isfinite(arr)):
         raise ValueError("value must be finite")
-    return laplace_release(arr, scale=scale, random_state=check_random_state(random_state))
+    rng = check_random_state(random_state)
+    charge(
+        ledger,
+        dataset,
+        float(epsilon),
+        what="laplace_mechanism",
+        seeded=random_state is not None,
+        settings={"size": int(arr.size), "sensitivity": float(sensitivity)},
+    )
+    return laplace_release(arr, scale=scale, random_state=rng)
 
 
 def laplace_log_density(y, *, loc, scale: float) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The binned private quantile: its exact law and its sampler (SPEC A.3 and A.7).
+"""The binned private quantile: its exact law and its sampler (paper and certified methods).
 
 Privacy (the only privacy-critical code of the prediction sets)
 ----------------------------------------------------------------
@@ -8,11 +8,11 @@ Bins: candidate thresholds ``e_j = j/m`` (j = 1..m), counts ``C_j = #{i : s_i <=
 (``C_0 = 0``, ``C_m = n``) and ``L_j = C_{j-1}``. Replacing one score moves every ``C_j`` and
 every ``L_j`` by at most 1.
 
-- ``utility="rank"`` (SPEC A.7, the certified method): target rank ``ρ = level · n`` in
+- ``utility="rank"`` (the certified method): target rank ``ρ = level · n`` in
   ``[0, n]``, ``u_j = -max(L_j - ρ, ρ - C_j, 0)`` (minus the distance from ρ to
   ``[L_j, C_j]``). Each argument of the max moves by at most 1 and the max is 1-Lipschitz, so
   the sensitivity is 1; ``P(J = j) ∝ exp(ε u_j / 2)``.
-- ``utility="weighted"`` (SPEC A.3, Angelopoulos et al. 2022 with the sensitivity
+- ``utility="weighted"`` (the paper method, Angelopoulos et al. 2022 with the sensitivity
   normalisation of their Lemma 1): ``u_j = max((1-q) L_j, q (n - C_j))`` to minimise,
   sensitivity ``Δ = max(q, 1-q)``, ``P(J = j) ∝ exp(-ε u_j / (2Δ))``.
 
@@ -42,6 +42,7 @@ from dpuq._validation import (
     check_n_bins,
     check_scores,
 )
+from dpuq.ledger import charge
 from dpuq.mechanisms.exponential import sample_log_weights_rows
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
@@ -287,6 +288,8 @@ def private_quantiles(
     random_state: RandomState = None,
     *,
     utility: str = "rank",
+    ledger=None,
+    dataset: str | None = None,
 ) -> np.ndarray:
     """Independent ε-DP releases, one per row of ``scores`` (vectorised, the shared law).
 
@@ -295,13 +298,15 @@ def private_quantiles(
     For experiments over many random splits: no Python loop over rows.
 
     Privacy: each row's release is ε-DP for that row's scores (replace-one with ``n`` public);
-    releases about the same people compose (their ε add up).
+    releases about the same people compose (their ε add up). With ``ledger``/``dataset`` the
+    call is charged ε once: the rows must hold different people (parallel composition); rows
+    about the same people need one call (and one charge) each.
 
     Parameters
     ----------
     scores : array-like of shape (n_rows, n)
         Each row: one calibration set's scores in [0, 1].
-    level, epsilon, n_bins, random_state, utility :
+    level, epsilon, n_bins, random_state, utility, ledger, dataset :
         As for :func:`private_quantile`.
 
     Returns
@@ -323,6 +328,14 @@ def private_quantiles(
     edges = bin_edges(n_bins)
     rng = check_random_state(random_state)
     rows, n = s.shape
+    charge(
+        ledger,
+        dataset,
+        eps,
+        what="private_quantiles",
+        seeded=random_state is not None,
+        settings={"level": q, "n": int(n), "rows": int(rows), "n_bins": int(edges.size)},
+    )
     if _uninformative(q, utility):
         return np.ones(rows)
     m = edges.size
@@ -343,6 +356,8 @@ def private_quantile(
     random_state: RandomState = None,
     *,
     utility: str = "rank",
+    ledger=None,
+    dataset: str | None = None,
 ) -> float:
     """One ε-DP release of a binned quantile of ``scores`` on the grid ``j/m``.
 
@@ -355,7 +370,7 @@ def private_quantile(
         Conformity scores in [0, 1].
     level : float
         ``"rank"``: ``ρ/n`` with ρ the target rank in [0, n]; ``"weighted"``: the quantile
-        level q (SPEC A.3).
+        level q (Angelopoulos et al.).
     epsilon : float
         Privacy parameter > 0.
     n_bins : int
@@ -363,6 +378,11 @@ def private_quantile(
     random_state : None, int or numpy.random.Generator
         None (default): OS entropy, for releases. A seed: for experiments only.
     utility : {"rank", "weighted"}, default "rank"
+    ledger : dpuq.Ledger, path or None
+        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
+        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
+    dataset : str or None
+        The name of the data set released about.
 
     Returns
     -------
@@ -376,7 +396,16 @@ def private_quantile(
     """
     s = check_scores(scores)
     return float(
-        private_quantiles(s[None, :], level, epsilon, n_bins, random_state, utility=utility)[0]
+        private_quantiles(
+            s[None, :],
+            level,
+            epsilon,
+            n_bins,
+            random_state,
+            utility=utility,
+            ledger=ledger,
+            dataset=dataset,
+        )[0]
     )
 
 
@@ -387,13 +416,16 @@ def private_quantile_from_counts(
     random_state: RandomState = None,
     *,
     utility: str = "rank",
+    ledger=None,
+    dataset: str | None = None,
 ) -> float:
     """One ε-DP release from the bin counts ``c_1..c_m`` of the scores on ``bin_edges(m)``.
 
     The same law as :func:`private_quantile` (``n = sum(counts)``, public), drawn by the same
     code (the counts are expanded back to the sorted bins of the scores); for callers that
     count the bins themselves (e.g. out-of-core data). Counts must come from
-    :func:`bin_index` on :func:`bin_edges` (the coverage identity).
+    :func:`bin_index` on :func:`bin_edges` (the coverage identity). ``ledger``/``dataset``:
+    as for :func:`private_quantile`.
 
     Examples
     --------
@@ -409,10 +441,18 @@ def private_quantile_from_counts(
     q = _check_level(level, utility)
     eps = check_epsilon(epsilon)
     edges = bin_edges(c.size)
-    if _uninformative(q, utility):
-        return 1.0
     rng = check_random_state(random_state)
     n = int(c.sum())
+    charge(
+        ledger,
+        dataset,
+        eps,
+        what="private_quantile_from_counts",
+        seeded=random_state is not None,
+        settings={"level": q, "n": n, "n_bins": int(c.size)},
+    )
+    if _uninformative(q, utility):
+        return 1.0
     if c.size <= _DENSE_FACTOR * (n + 1):
         # the dense law straight from the counts: the log-weights and the draw of
         # _row_log_weights/_draw_bins, without expanding n scores (out-of-core callers)

@@ -351,10 +351,17 @@ def private_selection(
         ),
         seeded=random_state is not None,
     )
-    if ledger is not None or dataset is not None:
-        from dpuq.ledger import charge
+    from dpuq.ledger import _within_charged_release, charge
 
-        charge(ledger, dataset, report, what=mechanism, seeded=random_state is not None)
+    # always through charge: with DPUQ_REQUIRE_LEDGER=1 a selection without a ledger is refused
+    charge(
+        ledger,
+        dataset,
+        report,
+        what=mechanism,
+        seeded=random_state is not None,
+        settings=dict(details),  # public: the distribution of K, the budget, |candidates|
+    )
 
     # ---- the runs ---------------------------------------------------------------------------
     rng = check_random_state(random_state)
@@ -368,7 +375,8 @@ def private_selection(
     best_key, best, ties = -math.inf, None, 0
     for _ in range(k):
         cand = cands[uniform_index(len(cands), rng)]
-        score, artifact = run(cand, b, rng)
+        with _within_charged_release():  # the runs are paid for by the total charged above
+            score, artifact = run(cand, b, rng)
         if not isinstance(score, Real):
             raise TypeError(f"run must return (score, artifact) with a real score, got {score!r}")
         key = -math.inf if math.isnan(float(score)) else float(score)

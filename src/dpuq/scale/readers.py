@@ -126,7 +126,7 @@ def _parquet(p: Path, label: str, column: str | None, chunk_rows: int) -> Chunke
 
 
 def _text(p: Path, label: str, column: str | None, chunk_rows: int) -> ChunkedScores:
-    from dpuq.io import is_data_line, text_layout
+    from dpuq.io import _decimal_point, is_data_line, text_layout
 
     # the rules of dpuq.io: byte-order mark, blank and comment lines, header line
     delimiter, skip, usecols = text_layout(p, label)
@@ -152,12 +152,20 @@ def _text(p: Path, label: str, column: str | None, chunk_rows: int) -> ChunkedSc
                 lines = [line for line in raw if is_data_line(line)]
                 if not lines:
                     continue
+                if delimiter == ";":  # decimal commas, as dpuq.io reads them
+                    lines = [
+                        ";".join(_decimal_point(c.strip(), ";") for c in line.split(";"))
+                        for line in lines
+                    ]
                 try:
                     arr = np.loadtxt(
                         lines, delimiter=delimiter, usecols=usecols, dtype=float, ndmin=2
                     )
-                except ValueError as exc:
-                    raise ValueError(f"{label}: {str(exc).strip().splitlines()[0]}") from None
+                except ValueError:  # numpy's message quotes the cell: data, never shown
+                    raise ValueError(
+                        f"{label}: a line is not all numbers or has the wrong number of "
+                        "columns (read it with dpuq.io for the line number)"
+                    ) from None
                 if arr.size == 0:
                     continue
                 if arr.shape[1] != 1:

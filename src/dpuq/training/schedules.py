@@ -33,7 +33,7 @@ class ConstantLR:
 class PolynomialDecay:
     """``η_t = initial · (1 + t / scale)^(−gamma)``, the SGLD schedule of Welling and Teh (2011).
 
-    This is SPEC B's ``a (b + t)^(−γ)`` with ``b = scale`` and ``a = initial · scale^γ``.
+    This is Knolle et al.'s ``a (b + t)^(−γ)`` with ``b = scale`` and ``a = initial · scale^γ``.
     Welling and Teh need ``Σ η_t = ∞`` and ``Σ η_t² < ∞``, i.e. ``gamma`` in (0.5, 1];
     ``gamma = 0`` is a constant rate. In DP-SGLD a decaying rate raises the noise multiplier
     ``σ_t ∝ η_t^(−1/2)``, so later steps cost less privacy.

@@ -39,6 +39,7 @@ import numpy as np
 
 from dpuq import accounting
 from dpuq._validation import _as_float, check_epsilon, check_in_open_unit
+from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.laplace import laplace_mechanism
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.mechanisms.repetitions import uniform_permutation
@@ -248,6 +249,7 @@ def select_and_train(
             relation=rel,
             random_state=int(rng.integers(2**63)) if seeded else None,
             show_progress=False,
+            ledger=CALLER_CHARGED,  # the selection charged its total
             **kwargs,
         )
         det = report.details
@@ -260,7 +262,7 @@ def select_and_train(
         pred = predict_proba(model, x_va).argmax(axis=1)
         correct = float(np.sum(pred == y_va_np))
         score = laplace_mechanism(correct, sensitivity=1.0, epsilon=count_epsilon(mu),
-                                  random_state=rng)  # fmt: skip
+                                  random_state=rng, ledger=CALLER_CHARGED)  # fmt: skip
         return score, model
 
     result = private_selection(

@@ -47,6 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpuq._validation import _as_float, check_epsilon
+from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.exponential import exponential_mechanism
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
@@ -231,6 +232,8 @@ def private_temperature_scaling(
     loss: str = "gap",
     nll_clip: float = DEFAULT_NLL_CLIP,
     random_state: RandomState = None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> TemperatureScalingResult:
     """Release a softmax temperature, ε-DP for the held-out people whose logits are given.
 
@@ -256,6 +259,9 @@ def private_temperature_scaling(
     random_state : None, int or numpy.random.Generator
         None (default): OS entropy, for releases. A seed makes the release reproducible and
         is marked ``seeded`` in the report.
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        Charge ε to ``dataset``'s budget (the held-out people's) after every check and before
+        any noise is drawn (:func:`dpuq.ledger.charge`), or refuse the release.
 
     Returns
     -------
@@ -284,8 +290,16 @@ def private_temperature_scaling(
     grid = _check_grid(temperatures)
     loss, sens = _check_loss(loss, nll_clip)
     utilities = _utilities(z, y, grid, loss, sens)
+    charge(
+        ledger,
+        dataset,
+        eps,
+        what="private_temperature_scaling",
+        seeded=random_state is not None,
+        settings={"n": n, "classes": k, "loss": loss, "grid size": int(grid.size)},
+    )
     index = exponential_mechanism(
-        utilities, epsilon=eps, sensitivity=sens, random_state=random_state
+        utilities, epsilon=eps, sensitivity=sens, random_state=random_state, ledger=CALLER_CHARGED
     )
     temperature = float(grid[index])
     gap_bound = (2.0 * sens / eps) * (math.log(grid.size) + math.log(20.0))

@@ -337,7 +337,9 @@ def train_classifier(
     )  # fmt: skip
     temperature = details.get("temperature", temperature)
 
-    if ledger is not None or dataset is not None:
+    from dpuq.ledger import ledger_required
+
+    if ledger is not None or dataset is not None or (private and ledger_required()):
         from dpuq.ledger import charge
 
         cost = (epsilon, delta) if private else (math.inf, 1.0)

@@ -1,0 +1,291 @@
+"""Nothing bypasses the ledger: every release takes ``ledger=``/``dataset=`` and charges through
+``dpuq.ledger.charge``; ``DPUQ_REQUIRE_LEDGER=1`` refuses a release without one before any noise;
+a settings error costs nothing; composite releases charge once; a second release from the same
+fitted estimator warns."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import dpuq
+from cli_helpers import run_cli
+from dpuq import inference
+from dpuq._estimator import RepeatedReleaseWarning
+from dpuq.conformal.calibration import UninformativeReleaseWarning
+from dpuq.ledger import Ledger, LedgerRequiredError
+from dpuq.mechanisms.quantile import private_quantile_from_counts
+from dpuq.mechanisms.selection import private_selection
+from dpuq.training.temperature import private_temperature_scaling
+
+RNG = np.random.default_rng(7)
+X01 = RNG.uniform(size=200)
+PROBS = RNG.dirichlet(np.ones(3), size=300)
+LABELS = RNG.integers(0, 3, size=300)
+XR = RNG.uniform(-1, 1, size=(300, 2))
+YR = XR[:, 0] + 0.1 * RNG.normal(size=300)
+
+
+def _first_column(X):
+    return X[:, 0]
+
+
+def _identity(X):
+    return X
+
+
+# every public release: name -> call(rng, **ledger kwargs)
+RELEASES = {
+    "calibrate": lambda r, **k: dpuq.calibrate(X01, alpha=0.1, epsilon=1.0, random_state=r, **k),
+    "calibrate_by_class": lambda r, **k: dpuq.calibrate_by_class(
+        PROBS[:, 0], LABELS, 3, alpha=0.1, epsilon=1.0, random_state=r, **k
+    ),
+    "private_quantile": lambda r, **k: dpuq.private_quantile(X01, 0.9, 1.0, 20, r, **k),
+    "private_quantiles": lambda r, **k: dpuq.private_quantiles(X01[None], 0.9, 1.0, 20, r, **k),
+    "private_quantile_from_counts": lambda r, **k: private_quantile_from_counts(
+        np.array([5, 90, 5]), 0.5, 1.0, r, **k
+    ),
+    "exponential_mechanism": lambda r, **k: dpuq.exponential_mechanism(
+        [0.0, 1.0], epsilon=1.0, sensitivity=1.0, random_state=r, **k
+    ),
+    "permute_and_flip": lambda r, **k: dpuq.permute_and_flip(
+        [0.0, 1.0], epsilon=1.0, sensitivity=1.0, random_state=r, **k
+    ),
+    "laplace_mechanism": lambda r, **k: dpuq.laplace_mechanism(
+        0.5, sensitivity=1.0, epsilon=1.0, random_state=r, **k
+    ),
+    "private_mean": lambda r, **k: inference.private_mean(
+        X01, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+    ),
+    "private_median": lambda r, **k: inference.private_median(
+        X01, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+    ),
+    "private_trimmed_mean": lambda r, **k: inference.private_trimmed_mean(
+        X01, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+    ),
+    "private_variance": lambda r, **k: inference.private_variance(
+        X01, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+    ),
+    "normal_approximation_interval": lambda r, **k: dpuq.normal_approximation_interval(
+        X01, alpha=0.1, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+    ),
+    "private_bootstrap_cdf": lambda r, **k: dpuq.private_bootstrap_cdf(
+        X01, 0.5, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+    ),
+    "private_temperature_scaling": lambda r, **k: private_temperature_scaling(
+        np.log(PROBS), LABELS, epsilon=1.0, random_state=r, **k
+    ),
+    "public_bound": lambda r, **k: dpuq.public_bound(
+        _first_column,
+        XR,
+        YR,
+        cv=None,
+        held_out=True,
+        epsilon=1.0,
+        upper=2.0,
+        random_state=r,
+        **k,
+    ),
+    "PrivateConformalClassifier": lambda r, **k: dpuq.PrivateConformalClassifier(
+        _identity, epsilon=1.0, random_state=0
+    ).conformalize(PROBS, LABELS, **k),
+    "PrivateConformalRegressor": lambda r, **k: dpuq.PrivateConformalRegressor(
+        _first_column, epsilon=1.0, bound=2.0, random_state=0
+    ).conformalize(XR, YR, **k),
+    "private_selection": lambda r, **k: private_selection(
+        ["a", "b"],
+        lambda c, b, rng: (
+            dpuq.laplace_mechanism(1.0, sensitivity=1.0, epsilon=b, random_state=rng),
+            c,
+        ),
+        epsilon=1.0,
+        distribution="geometric",
+        expected_runs=2,
+        random_state=r,
+        **k,
+    ),  # the runs charge nothing: the selection charged its total
+    "PrivateERMClassifier.fit": lambda r, **k: dpuq.learning.PrivateERMClassifier(
+        dpuq.Thresholds(np.linspace(0, 1, 11)), epsilon=1.0, random_state=0
+    ).fit(X01, (X01 > 0.5).astype(int), **k),
+}
+
+
+_INTERVALS = {"normal_approximation_interval", "private_bootstrap_cdf"}
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    led = Ledger(tmp_path / "ledger.sqlite")
+    led.create_budget("d", epsilon=100.0)
+    return led
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_required_ledger_refuses_before_any_noise(name, monkeypatch):
+    monkeypatch.setenv("DPUQ_REQUIRE_LEDGER", "1")
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    with pytest.raises(LedgerRequiredError, match="ledger"):
+        RELEASES[name](rng)
+    assert rng.bit_generator.state == state  # nothing was drawn
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_every_release_charges_once_with_its_settings(name, ledger, monkeypatch):
+    monkeypatch.setenv("DPUQ_REQUIRE_LEDGER", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UninformativeReleaseWarning)
+        RELEASES[name](0, ledger=ledger, dataset="d")
+    (row,) = ledger.releases("d")  # composite releases charge their total once
+    if name in _INTERVALS:  # ε as the total and their settings: the interval rewrite's part
+        return
+    assert row.epsilon == 1.0
+    assert isinstance(row.settings, dict) and row.settings
+
+
+def test_the_require_switch_reads_only_true_values(monkeypatch):
+    for off in ("", "0", "false", "no"):
+        monkeypatch.setenv("DPUQ_REQUIRE_LEDGER", off)
+        RELEASES["laplace_mechanism"](0)
+
+
+def test_settings_errors_cost_nothing(ledger):
+    clf = dpuq.PrivateConformalClassifier(
+        _identity, epsilon=1.0, method="paper", class_conditional=True, random_state=0
+    )
+    for _ in range(3):
+        with pytest.raises(ValueError, match="certified"):
+            clf.conformalize(PROBS, LABELS, ledger=ledger, dataset="d")
+    with pytest.raises(ValueError, match="labels"):
+        dpuq.calibrate_by_class(
+            PROBS[:, 0], np.full(300, 5), 3, alpha=0.1, epsilon=1.0, ledger=ledger, dataset="d"
+        )
+    with pytest.raises(ValueError):
+        inference.private_median(
+            X01, epsilon=1.0, bounds=(0, 1), n_candidates=0, ledger=ledger, dataset="d"
+        )
+    assert ledger.releases("d") == []
+
+
+def test_a_second_release_from_the_same_estimator_warns():
+    clf = dpuq.PrivateConformalClassifier(_identity, epsilon=1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RepeatedReleaseWarning)
+        clf.conformalize(PROBS, LABELS)
+    with pytest.warns(RepeatedReleaseWarning, match="spends epsilon = 1 again"):
+        clf.conformalize(PROBS, LABELS)
+    erm = dpuq.learning.PrivateERMClassifier(dpuq.Thresholds([0.5]), epsilon=1.0).fit(
+        X01, (X01 > 0.5).astype(int)
+    )
+    with pytest.warns(RepeatedReleaseWarning):
+        erm.fit(X01, (X01 > 0.5).astype(int))
+
+
+def test_cli_requires_a_ledger_and_records_settings_and_note(tmp_path, capsys, monkeypatch):
+    np.savetxt(tmp_path / "s.csv", X01)
+    base = ["calibrate", "--scores", tmp_path / "s.csv", "--alpha", 0.1, "--epsilon", 1]
+    monkeypatch.setenv("DPUQ_REQUIRE_LEDGER", "1")
+    code, _, err = run_cli(capsys, *base, "-o", tmp_path / "a.json")
+    assert code == 2 and "ledger" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "a.json").exists()
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("icu", epsilon=5.0)
+    code, _, err = run_cli(
+        capsys, *base, "-o", tmp_path / "a.json", "--ledger", tmp_path / "l.sqlite",
+        "--dataset", "icu", "--note", "quarterly report",
+    )  # fmt: skip
+    assert code == 0, err
+    (row,) = led.releases("icu")
+    assert row.note == "quarterly report"
+    assert row.settings["alpha"] == 0.1 and row.settings["n"] == 200
+    rec = json.loads((tmp_path / "a.json").read_text())
+    trail = rec["trail"]
+    assert trail["dataset"] == "icu" and trail["ledger"]["entry"] == row.id
+    assert trail["ledger"]["remaining epsilon"] == pytest.approx(4.0)
+    assert trail["dpuq_version"] == dpuq.__version__ and trail["released_at"]
+    assert "hash" not in json.dumps(rec).lower()
+
+
+def test_cli_temperature_takes_a_ledger(tmp_path, capsys):
+    np.save(tmp_path / "z.npy", np.log(PROBS))
+    np.savetxt(tmp_path / "y.csv", LABELS, fmt="%d")
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("held-out", epsilon=1.5)
+    args = ["temperature", "--logits", tmp_path / "z.npy", "--labels", tmp_path / "y.csv",
+            "--epsilon", 1, "--ledger", tmp_path / "l.sqlite", "--dataset", "held-out"]  # fmt: skip
+    assert run_cli(capsys, *args, "-o", tmp_path / "t.json")[0] == 0
+    code, _, err = run_cli(capsys, *args, "-o", tmp_path / "t2.json")
+    assert code == 2 and "exceeded" in err
+    assert len(led.releases("held-out")) == 1
+
+
+def test_cli_class_conditional_refuses_paper_before_the_charge(tmp_path, capsys):
+    np.save(tmp_path / "p.npy", PROBS)
+    np.savetxt(tmp_path / "y.csv", LABELS, fmt="%d")
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=1.0)
+    code, _, err = run_cli(
+        capsys, "calibrate", "--probs", tmp_path / "p.npy", "--labels", tmp_path / "y.csv",
+        "--alpha", 0.1, "--epsilon", 1, "--class-conditional", "--method", "paper",
+        "-o", tmp_path / "c.json", "--ledger", tmp_path / "l.sqlite", "--dataset", "d",
+    )  # fmt: skip
+    assert code == 2 and "certified" in err
+    assert led.releases("d") == []
+
+
+# --------------------------------------------------------------------------- prediction time
+def test_predict_refuses_a_score_input_mismatch(tmp_path, capsys):
+    np.save(tmp_path / "z.npy", np.log(PROBS))
+    np.save(tmp_path / "p.npy", PROBS)
+    np.savetxt(tmp_path / "y.csv", LABELS, fmt="%d")
+    common = ["--labels", tmp_path / "y.csv", "--alpha", 0.1, "--epsilon", 1]
+    assert run_cli(capsys, "calibrate", "--logits", tmp_path / "z.npy", "--temperature", 2,
+                   *common, "-o", tmp_path / "l.json")[0] == 0  # fmt: skip
+    assert run_cli(capsys, "calibrate", "--probs", tmp_path / "p.npy", *common,
+                   "-o", tmp_path / "p.json")[0] == 0  # fmt: skip
+    rec = json.loads((tmp_path / "p.json").read_text())
+    assert rec["input"] == "probabilities" and rec["classes"] == [0, 1, 2]
+    assert rec["format_version"] == 2
+    for cal, flag, data, needle in [
+        ("l.json", "--probs", "p.npy", "calibrated on logits (softmax temperature 2)"),
+        ("p.json", "--logits", "z.npy", "calibrated on probabilities"),
+    ]:
+        code, _, err = run_cli(capsys, "predict", "--calibration", tmp_path / cal, flag,
+                               tmp_path / data, "-o", tmp_path / "s.npy")  # fmt: skip
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "s.npy").exists()
+    # a version-1 file from probabilities has no "input": still read as probabilities
+    old = {k: v for k, v in rec.items() if k not in ("input", "trail")}
+    old["format_version"] = 1
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert run_cli(capsys, "predict", "--calibration", tmp_path / "old.json", "--probs",
+                   tmp_path / "p.npy", "-o", tmp_path / "s.npy")[0] == 0  # fmt: skip
+    # the Python loader refuses a logits release for an estimator scoring probabilities
+    with pytest.raises(ValueError, match="calibrated on logits"):
+        dpuq.PrivateConformalClassifier.load_release(tmp_path / "l.json", _identity)
+
+
+def test_regressor_warns_at_a_released_threshold_of_one_and_takes_a_public_bound():
+    bound = dpuq.public_bound(_first_column, XR, YR, cv=None, held_out=True)
+    reg = dpuq.PrivateConformalRegressor(_first_column, epsilon=1.0, bound=bound, random_state=0)
+    reg.conformalize(XR, YR)
+    assert reg.bound_ == bound.bound
+    tiny = dpuq.PrivateConformalRegressor(_first_column, epsilon=1.0, bound=1e-6, random_state=0)
+    with pytest.warns(UninformativeReleaseWarning, match="threshold is 1"):
+        tiny.conformalize(XR, YR)
+    assert tiny.threshold_ == 1.0
+    assert np.all(np.isinf(tiny.predict_interval(XR[:3])))
+
+
+def test_experiments_run_under_a_required_ledger(monkeypatch):
+    from dpuq.ledger import _simulation, ledger_required
+
+    monkeypatch.setenv("DPUQ_REQUIRE_LEDGER", "1")
+    assert ledger_required()
+    with _simulation():  # dpuq reproduce / dpuq demo: measured, never published
+        assert not ledger_required()
+        RELEASES["laplace_mechanism"](0)
+    assert ledger_required()

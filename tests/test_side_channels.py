@@ -1,0 +1,341 @@
+"""Every public release, in Python and on the command line, shows nothing about the data beyond
+its released values: warnings, exceptions, log records, stdout/stderr, files and pickles are
+identical on neighbouring data sets run with the same seed (harness: ``tests/side_channels.py``;
+its docstring says how to add a case: one entry of ``CASES``).
+
+Not covered, on purpose: ``dpuq predict`` (post-processing of a release on the user's own new
+inputs), ``dpuq plan`` (no data) and ``dpuq demo`` (an evaluation of the user's model over many
+splits, labelled non-private in its output, not a release).
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+import dpuq
+from dpuq import inference
+from dpuq.ledger import Ledger
+from dpuq.mechanisms.quantile import bin_edges, bin_index, private_quantile_from_counts
+from dpuq.mechanisms.selection import private_selection
+from dpuq.training.temperature import private_temperature_scaling
+from side_channels import (
+    BOUNDED,
+    CLIP,
+    LABELLED,
+    REGRESSION,
+    SCORES,
+    Case,
+    assert_no_side_channel,
+    cli,
+    replace_one,
+)
+
+B = (0.0, 1.0)
+
+
+# --------------------------------------------------------------------------- setups
+def _with_ledger(data, d):
+    Ledger(d / "ledger.sqlite").create_budget("d", epsilon=100.0)
+    return data
+
+
+def _scores_file(data, d):
+    np.savetxt(d / "s.csv", data)
+    return d / "s.csv"
+
+
+def _probs_files(data, d):
+    p, y = data
+    np.save(d / "p.npy", p)
+    np.savetxt(d / "y.csv", y, fmt="%d")
+    return d
+
+
+def _logits_files(data, d):
+    p, y = data
+    np.save(d / "z.npy", np.log(np.maximum(p, 1e-300)))
+    np.savetxt(d / "y.csv", y, fmt="%d")
+    return d
+
+
+def _regression_files(data, d):
+    X, y = data
+    np.savetxt(d / "pred.csv", X[:, 0])
+    np.savetxt(d / "y.csv", y)
+    return d
+
+
+def _counts(scores):
+    return np.bincount(bin_index(scores, bin_edges(50)), minlength=50)
+
+
+def _utilities(x):  # the median's utility over a public grid, sensitivity 1
+    grid = np.linspace(0, 1, 21)
+    return -np.abs((x[None, :] < grid[:, None]).sum(axis=1) - x.size / 2)
+
+
+def _identity(X):  # a "model" whose probabilities are its input (picklable)
+    return X
+
+
+def _first_column(X):
+    return X[:, 0]
+
+
+def _classifier(data, d, ledger=False):
+    p, y = data
+    clf = dpuq.PrivateConformalClassifier(_identity, epsilon=1.0, random_state=0)
+    kw = {"ledger": d / "ledger.sqlite", "dataset": "d"} if ledger else {}
+    clf.conformalize(p, y, **kw)
+    (d / "clf.pkl").write_bytes(pickle.dumps(clf))
+    clf.save_release(d / "release.json")
+    return clf
+
+
+def _regressor(data, d):
+    X, y = data
+    reg = dpuq.PrivateConformalRegressor(_first_column, epsilon=1.0, bound=2.0, random_state=0)
+    reg.conformalize(X, y)
+    (d / "reg.pkl").write_bytes(pickle.dumps(reg))
+    return reg
+
+
+def _erm(data, d):
+    x, _ = data
+    y = (x > 0.5).astype(int)
+    clf = dpuq.learning.PrivateERMClassifier(
+        dpuq.Thresholds(np.linspace(0, 1, 11)), epsilon=1.0, random_state=0
+    ).fit(x, y)
+    (d / "erm.pkl").write_bytes(pickle.dumps(clf))
+    return clf
+
+
+def _erm_table(data, d):
+    x, y = data
+    table = np.random.default_rng(5).integers(0, 2, size=(20, 12))
+    clf = dpuq.learning.PrivateERMClassifier(
+        dpuq.TabulatedConcepts(table), epsilon=1.0, random_state=0
+    ).fit(x, y)
+    (d / "erm.pkl").write_bytes(pickle.dumps(clf))
+    return clf
+
+
+_CELLS = np.repeat(np.arange(12), 5)
+#: a public domain of 12 cells: one person moves to another cell (and label)
+TABLE = [
+    ((_CELLS, (_CELLS >= 6).astype(int)),
+     (replace_one(_CELLS, 0, 11), replace_one((_CELLS >= 6).astype(int), 0, 1))),
+]  # fmt: skip
+
+ERM = [((_x, None), (replace_one(_x, 0, 1.0), None)) for _x in (BOUNDED[0][0],)]
+
+
+def _value(r):
+    return [r.value]
+
+
+def _interval(r):
+    return [r.lower, r.upper, *np.ravel(getattr(r, "interval", []))]
+
+
+CASES = [
+    # conformal calibration
+    Case("calibrate", lambda s, d: dpuq.calibrate(s, alpha=0.1, epsilon=1.0, random_state=0),
+         SCORES, released=lambda r: [r.threshold]),
+    Case("calibrate+ledger", lambda s, d: dpuq.calibrate(
+        s, alpha=0.1, epsilon=1.0, random_state=0, ledger=d / "ledger.sqlite", dataset="d"),
+        SCORES, released=lambda r: [r.threshold], setup=_with_ledger),
+    Case("calibrate_by_class", lambda pl, d: dpuq.calibrate_by_class(
+        pl[0][:, 0], pl[1], 3, alpha=0.1, epsilon=1.0, random_state=0),
+        LABELLED, released=lambda r: list(r.thresholds)),
+    Case("PrivateConformalClassifier", _classifier, LABELLED,
+         released=lambda r: [r.threshold_]),
+    Case("PrivateConformalClassifier+ledger", lambda pl, d: _classifier(pl, d, ledger=True),
+         LABELLED, released=lambda r: [r.threshold_], setup=_with_ledger),
+    Case("PrivateConformalRegressor", _regressor, REGRESSION,
+         released=lambda r: [r.threshold_]),
+    Case("public_bound", lambda xy, d: dpuq.public_bound(
+        lambda X: X[:, 0], xy[0], np.clip(xy[1], -5, 5), cv=None, held_out=True, epsilon=1.0,
+        upper=5.0, random_state=0), REGRESSION[1:], released=lambda r: [r.bound]),
+    # mechanisms
+    Case("private_quantile", lambda s, d: dpuq.private_quantile(s, 0.9, 1.0, 50, random_state=0),
+         SCORES, released=lambda r: [r]),
+    Case("private_quantiles", lambda s, d: dpuq.private_quantiles(
+        s[None, :], 0.9, 1.0, 50, random_state=0), SCORES, released=lambda r: list(r)),
+    Case("private_quantile_from_counts", lambda s, d:
+         private_quantile_from_counts(_counts(s), 0.9, 1.0, random_state=0),
+         SCORES, released=lambda r: [r]),
+    Case("exponential_mechanism", lambda x, d: dpuq.exponential_mechanism(
+        _utilities(x), epsilon=1.0, sensitivity=1.0, random_state=0), BOUNDED,
+        released=lambda r: [r]),
+    Case("permute_and_flip", lambda x, d: dpuq.permute_and_flip(
+        _utilities(x), epsilon=1.0, sensitivity=1.0, random_state=0), BOUNDED,
+        released=lambda r: [r]),
+    Case("laplace_mechanism", lambda x, d: dpuq.laplace_mechanism(
+        float(np.mean(x)), sensitivity=1 / x.size, epsilon=1.0, random_state=0), BOUNDED,
+        released=lambda r: [r]),
+    # point estimates, with and without clipping
+    *[Case(f"{f.__name__}(clip={c})", lambda x, d, f=f, c=c: f(
+        x, epsilon=1.0, bounds=B, clip=c, random_state=0), CLIP if c else BOUNDED,
+        released=_value)
+      for f in (inference.private_mean, inference.private_median,
+                inference.private_trimmed_mean, inference.private_variance)
+      for c in (False, True)],
+    # confidence intervals and bootstrap CDFs
+    Case("private_confidence_interval(clip)", lambda x, d: dpuq.private_confidence_interval(
+        x, alpha=0.1, epsilon=1.0, bounds=B, clip=True, random_state=0), CLIP,
+        released=_interval),
+    Case("normal_approximation_interval(clip)", lambda x, d: dpuq.normal_approximation_interval(
+        x, alpha=0.1, epsilon=1.0, bounds=B, clip=True, random_state=0), CLIP,
+        released=_interval),
+    Case("private_bootstrap_cdf(clip)", lambda x, d: dpuq.private_bootstrap_cdf(
+        x, 0.5, epsilon=1.0, bounds=B, clip=True, random_state=0), CLIP,
+        released=lambda r: [r.value] if hasattr(r, "value") else list(np.ravel(r.values))),
+    Case("private_bootstrap_cdf_grid(clip)", lambda x, d: dpuq.private_bootstrap_cdf_grid(
+        x, epsilon=1.0, bounds=B, clip=True, random_state=0, n_grid=15), CLIP,
+        released=lambda r: [*np.ravel(r.cdf), *np.ravel(r.noisy)]),
+    Case("private_studentized_cdf(clip)", lambda x, d: dpuq.private_studentized_cdf(
+        x, 0.5, epsilon=1.0, bounds=B, clip=True, random_state=0), CLIP,
+        released=lambda r: [r.value] if hasattr(r, "value") else list(np.ravel(r.values))),
+    # other releases
+    Case("private_temperature_scaling", lambda pl, d: private_temperature_scaling(
+        np.log(np.maximum(pl[0], 1e-300)), pl[1], epsilon=1.0, random_state=0), LABELLED,
+        released=lambda r: [r.temperature]),
+    Case("private_selection", lambda x, d: private_selection(
+        [0.25, 0.5, 0.75], lambda c, b, rng: (dpuq.laplace_mechanism(
+            float(np.mean(x > c)), sensitivity=1 / x.size, epsilon=b, random_state=rng), c),
+        epsilon=3.0, distribution="geometric", expected_runs=3, random_state=0), BOUNDED,
+        released=lambda r: [r.score, r.candidate] if hasattr(r, "score") else []),
+    Case("PrivateERMClassifier.fit", _erm, ERM,
+         released=lambda r: [r.concept_index_, r.concept_]),
+    # the command line
+    Case("cli calibrate --scores", lambda f, d: cli(
+        ["calibrate", "--scores", f, "--alpha", 0.1, "--epsilon", 1, "--seed", 0,
+         "-o", d / "c.json"]), SCORES, setup=_scores_file,
+        released=lambda r, d: _json_released(d / "c.json")),
+    Case("cli calibrate --probs +ledger", lambda d0, d: cli(
+        ["calibrate", "--probs", d / "p.npy", "--labels", d / "y.csv", "--alpha", 0.1,
+         "--epsilon", 1, "--seed", 0, "-o", d / "c.json", "--ledger", d / "ledger.sqlite",
+         "--dataset", "d", "--note", "harness"]), LABELLED,
+        setup=lambda data, d: _probs_files(_with_ledger(data, d), d),
+        released=lambda r, d: _json_released(d / "c.json")),
+    Case("cli calibrate --class-conditional", lambda d0, d: cli(
+        ["calibrate", "--probs", d / "p.npy", "--labels", d / "y.csv", "--alpha", 0.1,
+         "--epsilon", 1, "--seed", 0, "--class-conditional", "-o", d / "c.json"]), LABELLED,
+        setup=_probs_files, released=lambda r, d: _json_released(d / "c.json")),
+    Case("cli calibrate --logits", lambda d0, d: cli(
+        ["calibrate", "--logits", d / "z.npy", "--labels", d / "y.csv", "--temperature", 2,
+         "--alpha", 0.1, "--epsilon", 1, "--seed", 0, "-o", d / "c.json"]), LABELLED,
+        setup=_logits_files, released=lambda r, d: _json_released(d / "c.json")),
+    Case("cli calibrate --predictions", lambda d0, d: cli(
+        ["calibrate", "--predictions", d / "pred.csv", "--targets", d / "y.csv", "--bound", 2,
+         "--alpha", 0.1, "--epsilon", 1, "--seed", 0, "-o", d / "c.json"]), REGRESSION,
+        setup=_regression_files, released=lambda r, d: _json_released(d / "c.json")),
+    Case("cli budget history after a release", lambda d0, d: [cli(
+        ["calibrate", "--probs", d / "p.npy", "--labels", d / "y.csv", "--alpha", 0.1,
+         "--epsilon", 1, "--seed", 0, "-o", d / "c.json", "--ledger", d / "ledger.sqlite",
+         "--dataset", "d"]), cli(["budget", "history", "--ledger", d / "ledger.sqlite"]),
+        cli(["budget", "show", "--ledger", d / "ledger.sqlite", "--dataset", "d", "--json"])],
+        LABELLED, setup=lambda data, d: _probs_files(_with_ledger(data, d), d),
+        released=lambda r, d: _json_released(d / "c.json")),
+    Case("PrivateERMClassifier.fit (public table)", _erm_table, TABLE,
+         released=lambda r: [r.concept_index_]),
+    Case("cli temperature", lambda d0, d: cli(
+        ["temperature", "--logits", d / "z.npy", "--labels", d / "y.csv", "--epsilon", 1,
+         "--seed", 0, "-o", d / "t.json"]), LABELLED, setup=_logits_files,
+        released=lambda r, d: _json_released(d / "t.json")),
+]  # fmt: skip
+
+try:  # the Dask path of the mean interval (validated chunk-wise), when Dask is installed
+    import dask.array as da
+
+    CASES.append(
+        Case("private_confidence_interval(dask, clip)",
+             lambda x, d: dpuq.private_confidence_interval(
+                 da.from_array(x, chunks=16), alpha=0.1, epsilon=1.0, bounds=B, clip=True,
+                 random_state=0), CLIP, released=_interval)
+    )  # fmt: skip
+except ImportError:  # pragma: no cover
+    pass
+
+
+def _json_released(path):
+    import json
+
+    if not path.exists():
+        return []
+    rec = json.loads(path.read_text())
+    out = [rec.get(k) for k in ("threshold", "level", "temperature") if rec.get(k) is not None]
+    out += list(rec.get("thresholds", []))
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_no_side_channel(case, tmp_path):
+    assert_no_side_channel(case, tmp_path)
+
+
+# --------------------------------------------------------------------------- negative controls
+def _leaky_clip(x, d):
+    """The bug this suite exists for: a warning that fires only when a record was clipped."""
+    x = np.asarray(x)
+    if np.any((x < 0) | (x > 1)):
+        warnings.warn("values were clipped to the public bounds", UserWarning, stacklevel=2)
+    return inference.private_mean(np.clip(x, 0, 1), epsilon=1.0, bounds=B, random_state=0)
+
+
+def _leaky_log(x, d):
+    import logging
+
+    logging.getLogger("some.library").debug("n at the top: %d", int(np.sum(x >= 1.0)))
+    return inference.private_mean(x, epsilon=1.0, bounds=B, random_state=0)
+
+
+def _leaky_file(x, d):
+    (d / "out.json").write_text(f'{{"max": {float(np.max(x))!r}}}')
+
+
+def _leaky_pickle(x, d):
+    (d / "est.pkl").write_bytes(pickle.dumps({"training_points": np.round(x, 3)}))
+
+
+@pytest.mark.parametrize(
+    ("fn", "where"),
+    [(_leaky_clip, "warnings"), (_leaky_log, "logs"), (_leaky_file, "files"),
+     (_leaky_pickle, "files")],
+)  # fmt: skip
+def test_the_harness_catches_leaks(fn, where, tmp_path):
+    pairs = CLIP[:1] if fn is _leaky_clip else BOUNDED[1:2]
+    case = Case("leaky", fn, pairs, released=_value)
+    with pytest.raises(AssertionError, match=where):
+        assert_no_side_channel(case, tmp_path)
+
+
+def test_the_harness_catches_a_leaky_exception_and_stdout(tmp_path):
+    def leaky(x, d):
+        print(f"n = {x.size}, largest {np.max(x):.3f}")
+
+    with pytest.raises(AssertionError, match="stdout"):
+        assert_no_side_channel(Case("print", leaky, BOUNDED[1:2]), tmp_path)
+
+    def raises(x, d):
+        if np.max(x) >= 1.0:
+            raise ValueError("largest value is 1")
+
+    with pytest.raises(AssertionError, match="exception"):
+        assert_no_side_channel(Case("raise", raises, BOUNDED[1:2]), tmp_path)
+
+
+def test_released_values_are_masked_but_nothing_else(tmp_path):
+    """A warning computed from the released value only is allowed (and masked)."""
+
+    def ok(x, d):
+        est = inference.private_mean(x, epsilon=1.0, bounds=B, random_state=0)
+        warnings.warn(f"released {est.value:.6g}", UserWarning, stacklevel=2)
+        return est
+
+    assert_no_side_channel(Case("released-only", ok, BOUNDED, released=_value), tmp_path)

@@ -1,9 +1,12 @@
 """Private bootstrap confidence intervals, and the baselines they are compared with (SPEC D).
 
 :func:`private_confidence_interval` releases an interval for the mean, median or trimmed mean
-of data in a public interval ``[a, b]``, centred on a private estimate ``θ̃`` (ε) and shaped by
-a private bootstrap (ε): 2ε-DP in total by default (SPEC D), or the sum of
-``epsilon_estimate`` and ``epsilon_cdf`` when the caller splits the budget. Three methods:
+of data in a public interval ``[a, b]``, centred on a private estimate ``θ̃`` and shaped by
+a private bootstrap: ``epsilon`` is the **total** of the call, split as
+``estimate_share * epsilon`` for ``θ̃`` and the rest for the bootstrap (default share
+:data:`~dpuq.inference.interval_methods.ESTIMATE_SHARE` = 0.5; before 0.2.0 each part took the
+whole ``epsilon``, 2ε in total). A callable ``statistic`` (any estimator ``f(rows,
+sample_weight)``) is released by :mod:`dpuq.inference.general`. Three methods for the strings:
 
 ``"ensemble"`` (default)
     SPEC D's studentized ensemble, aggregated at the quantiles the interval needs. Each of
@@ -85,8 +88,7 @@ def private_confidence_interval(
     method: str = "ensemble",
     n_subsets="auto",
     n_resamples="auto",
-    epsilon_estimate: float | None = None,
-    epsilon_cdf: float | None = None,
+    estimate_share: float = 0.5,
     beta: float = 0.05,
     n_grid: int = 127,
     delta: float = 1e-6,
@@ -99,11 +101,12 @@ def private_confidence_interval(
 ) -> ConfidenceInterval:
     """A differentially private ``1 - alpha`` confidence interval for a statistic (SPEC D).
 
-    The interval is centred on a private estimate ``θ̃`` released with ``epsilon_estimate``
-    (default ``epsilon``) and shaped by a private bootstrap released with ``epsilon_cdf``
-    (default ``epsilon``): **2ε-DP in total** with the defaults (SPEC D), in general
-    ``epsilon_estimate + epsilon_cdf`` (δ = 0), under replace-one neighbours with ``n`` public.
-    See the module docstring for the three methods.
+    The interval is centred on a private estimate ``θ̃`` released with
+    ``estimate_share * epsilon`` and shaped by a private bootstrap released with the rest:
+    **ε-DP in total** (δ = 0), under replace-one neighbours with ``n`` public. See the module
+    docstring for the three methods. With a callable ``statistic`` (and ``statistic_bounds``
+    instead of ``bounds``) the call goes to
+    :func:`dpuq.inference.general.private_statistic_interval`.
 
     Parameters
     ----------
@@ -115,7 +118,8 @@ def private_confidence_interval(
     alpha : float
         Miscoverage, in (0, 1).
     epsilon : float
-        ε of each of the two releases (estimate and bootstrap), > 0.
+        The total ε of the call, > 0 (``"naive"``: the nominal total; its report gives the
+        (ε', δ) it really has).
     bounds : (float, float)
         Public interval containing every value, from public knowledge, never from the data.
     statistic : {"mean", "median", "trimmed_mean"}
@@ -123,11 +127,13 @@ def private_confidence_interval(
         Proportion cut at each end for ``"trimmed_mean"``.
     method : {"ensemble", "ensemble_cdf", "naive"}
     n_subsets : "auto" or int
-        Subsets of the ensemble; auto ``floor(sqrt(n / epsilon_cdf))`` (SPEC D).
+        Subsets of the ensemble; auto ``floor(sqrt(n / ε_cdf))`` (SPEC D), with
+        ``ε_cdf = (1 - estimate_share) epsilon``.
     n_resamples : "auto" or int
-        Resamples per subset (auto 500); naive: auto ``floor(sqrt(n epsilon_cdf))``.
-    epsilon_estimate, epsilon_cdf : float, optional
-        Split the budget differently (each defaults to ``epsilon``).
+        Resamples per subset (auto 500); naive: auto ``floor(sqrt(n ε_cdf))``.
+    estimate_share : float, default 0.5
+        Share of ``epsilon`` spent on the point estimate, in (0, 1); the bootstrap gets the
+        rest.
     beta : float, default 0.05
         ``"ensemble_cdf"`` only: failure probability of the uniform error bound.
     n_grid : int, default 127
@@ -146,8 +152,8 @@ def private_confidence_interval(
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         Charge the interval's total cost to ``dataset``'s budget before any noise is drawn
-        (``"ensemble_cdf"``: only ``epsilon_estimate`` when the data-free error bound shows that
-        the bootstrap cannot be informative), or refuse it (:class:`dpuq.BudgetExceededError`).
+        (``"ensemble_cdf"``: only ``estimate_share * epsilon`` when the data-free error bound
+        shows that the bootstrap cannot be informative), or refuse it (:class:`dpuq.BudgetExceededError`).
 
     Returns
     -------
@@ -166,10 +172,10 @@ def private_confidence_interval(
     >>> ci = private_confidence_interval(x, alpha=0.05, epsilon=1.0, bounds=(0, 10),
     ...                                  random_state=1)
     >>> ci.lower < 5.0 < ci.upper, ci.privacy_report.epsilon
-    (True, 2.0)
+    (True, 1.0)
     """
     a = check_in_open_unit(alpha, "alpha")
-    e_est, e_cdf = _split_budget(epsilon, epsilon_estimate, epsilon_cdf)
+    e_est, e_cdf = _split_budget(epsilon, estimate_share)
     stat = parse_statistic(statistic, trim)
     if is_dask_collection(x):  # validated and summarised chunk-wise (dpuq.scale.intervals)
         from dpuq.scale.intervals import dask_interval_data

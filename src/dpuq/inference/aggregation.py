@@ -31,6 +31,7 @@ from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 __all__ = [
     "ClampedMean",
     "TreeCDF",
+    "median_utilities",
     "private_average",
     "private_clamped_mean",
     "private_median_of_values",
@@ -66,6 +67,21 @@ def private_average(
     return laplace_release(vals.mean(axis=0), scale=scale, random_state=rng), scale
 
 
+def median_utilities(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """``-max(#{v < c}, #{v > c})`` for each candidate ``c``: sensitivity 1 when one of the
+    values is replaced (each count moves by at most 1).
+
+    Examples
+    --------
+    >>> median_utilities(np.array([1.0, 2.0, 3.0]), np.array([0.0, 2.0, 5.0])).tolist()
+    [-3.0, -1.0, -3.0]
+    """
+    v = np.sort(np.asarray(values, dtype=float))
+    below = np.searchsorted(v, candidates, side="left")
+    above = v.size - np.searchsorted(v, candidates, side="right")
+    return -np.maximum(below, above).astype(float)
+
+
 def private_median_of_values(
     values: np.ndarray, candidates: np.ndarray, epsilon: float, rng: np.random.Generator
 ) -> float:
@@ -74,10 +90,7 @@ def private_median_of_values(
     Utility ``-max(#{v < c}, #{v > c})``, sensitivity 1 (one value replaced moves each count by
     at most 1), released with probability ``∝ exp(ε u / 2)``.
     """
-    v = np.sort(np.asarray(values, dtype=float))
-    below = np.searchsorted(v, candidates, side="left")
-    above = v.size - np.searchsorted(v, candidates, side="right")
-    u = -np.maximum(below, above).astype(float)
+    u = median_utilities(values, candidates)
     return float(
         candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0, random_state=rng)]
     )

@@ -1,0 +1,442 @@
+"""Private confidence intervals for any statistic ``f(rows, sample_weight)`` (privacy-critical).
+
+:func:`private_statistic_interval` (reached through
+:func:`dpuq.private_confidence_interval` with a callable ``statistic``) releases an interval
+for the value of the user's own estimator: a regression coefficient, an odds ratio, an AUC, a
+quantile. ``f`` follows scikit-learn's ``sample_weight`` convention, so a bootstrap resample
+is a vector of multinomial weights over a subset's rows, never a copy of them.
+
+The method (``method="ensemble"``, the default): SPEC D's bag of little bootstraps with a
+subsample-and-aggregate point estimate.
+
+1. A uniformly random partition of the ``n`` rows into ``s`` disjoint subsets of
+   ``b = floor(n/s)`` rows (the ``n - s b`` left over are not used) and, per subset, ``T``
+   multinomial weight vectors ``W ~ Multinomial(n, (1/b, ..., 1/b))``, all drawn from the
+   generator before, and independently of, the data.
+2. Per subset ``k``: ``θ_k = clamp(f(X_k, n/b))`` (every row weighted ``n/b``, so every call
+   sees total weight ``n``, as the full data would) and the standard deviation ``sd_k`` of the
+   ``T`` values ``clamp(f(X_k, W_t))`` (the BLB estimate of the standard error of ``f`` at
+   size ``n``). ``clamp`` is the projection on the public ``statistic_bounds``; a call that
+   fails (``ValueError``, ``ArithmeticError``, ``LinAlgError``) or returns a non-finite value
+   counts as the centre of the bounds. Warnings raised inside ``f`` are silenced.
+3. Released, per coordinate (each a private median over public candidates, then a mean
+   clamped to a window around it, :func:`dpuq.inference.aggregation.private_clamped_mean`):
+   the standard error ``se = exp(mean log sd_k)`` and then the estimate ``θ̃`` (mean of the
+   ``θ_k`` in ``m ± κ sd_b``, ``sd_b = se sqrt(n/b)`` the spread of one subset's estimate).
+4. The interval ``θ̃ ± q``, ``q`` the ``1 - α/2`` quantile of ``N(0, sd_b²/s)`` plus the
+   Laplace noise of ``θ̃`` (folded in exactly), intersected with ``statistic_bounds``.
+
+**Privacy** (replace-one, ``n`` public; ε-DP, δ = 0). Given the data-independent partition
+and weights, ``(θ_k, sd_k)`` is a function of subset ``k``'s rows only: ``f`` is called on
+those rows alone. Replacing one person changes one subset, hence at most one of the ``s``
+pairs, arbitrarily. The private medians' utilities ``-max(#{v < c}, #{v > c})`` then move by
+at most 1 (exponential mechanism, sensitivity 1); a mean of ``s`` values clamped to a window
+of half-width ``w`` fixed by earlier releases moves by at most ``2w/s`` (Laplace
+``2w/(s ε_part)``). The window of the estimate and its candidates are functions of the
+released ``se`` only (post-processing). Four releases per coordinate compose sequentially;
+a vector ``f`` with ``p`` coordinates gives each coordinate ``ε/p`` (basic composition). All
+noise comes from :mod:`dpuq.mechanisms`. ``f`` must use nothing but its arguments (no state
+carried between calls), and its output range must be **public**: the clamps are what bound
+the sensitivity, and bounds read off the data would leak it.
+
+**Coverage** is asymptotic, not exact: it holds as ``n`` grows for statistics that are
+asymptotically normal at rate ``sqrt(n)`` (smooth functionals, M-estimators, quantiles of
+continuous laws, U-statistics such as the AUC), and the subset estimates' bias must be small
+against the standard error (``O(1/b)``: choose unbiased or nearly unbiased estimators; an
+unpenalised fit rather than a shrunken one). ``docs/general_intervals.md`` shows it on
+simulated samples.
+
+``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the
+amplification by overlapping subsamples): three exponential-mechanism quantiles of the same
+``θ_k`` (``α/2``, ``1/2``, ``1 - α/2``) and the subsampling interval
+``m - sqrt(b/n) (q_hi - m), m - sqrt(b/n) (q_lo - m)``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from numbers import Integral, Real
+
+import numpy as np
+
+from dpuq._validation import check_epsilon, check_in_open_unit, check_work
+from dpuq.inference.aggregation import median_utilities, private_clamped_mean
+from dpuq.inference.confidence_interval import ConfidenceInterval
+from dpuq.inference.ensemble import _resolve_resamples
+from dpuq.inference.normal_laplace import normal_laplace_quantile
+from dpuq.mechanisms.exponential import exponential_mechanism
+from dpuq.report import PrivacyReport, Relation
+from dpuq.scale.sources import is_dask_collection
+
+__all__ = [
+    "DEFAULT_GENERAL_RESAMPLES",
+    "ESTIMATE_SHARE",
+    "SubsetSummaries",
+    "private_statistic_interval",
+    "resolve_general_subsets",
+    "subset_summaries",
+    "weighted_quantile",
+]
+
+#: BLB resamples per subset (the standard error is averaged over the ``s`` subsets).
+DEFAULT_GENERAL_RESAMPLES = 50
+#: Share of each coordinate's ε spent on the point estimate; the rest on the standard error.
+ESTIMATE_SHARE = 0.7
+#: Share of each part spent on its private median (the rest on the clamped mean).
+MEDIAN_SHARE = {"estimate": 0.3, "se": 0.5}
+#: Half-width of the estimate's clamping window, in units of one subset's spread ``sd_b``.
+KAPPA = 3.0
+#: Half-width of the clamping window of ``log sd_k`` (a factor 2 either side).
+LOG_SD_HALF_WIDTH = math.log(2.0)
+#: Candidates of the ``log sd`` median: step and span below the bounds' width.
+LOG_SD_STEP, LOG_SD_SPAN = 0.25, math.log(1e6)
+#: Most candidates of the estimate's private median (its step is ``sd_b / 2`` otherwise).
+MAX_CANDIDATES = 10_001
+#: Smallest subset the automatic number of subsets allows.
+MIN_AUTO_SUBSET = 20
+#: Failures of ``f`` that count as "no estimate on this subset" (the centre of the bounds).
+ESTIMATION_ERRORS = (ValueError, ArithmeticError, np.linalg.LinAlgError)
+
+
+# --- inputs -------------------------------------------------------------------------------------
+
+
+def _rows(x):
+    """``(n, take)``: the number of rows and a function returning the rows at given indices."""
+    if is_dask_collection(x):
+        raise TypeError("x is a Dask collection; a callable statistic runs in memory only")
+    if hasattr(x, "iloc") and hasattr(x, "columns"):  # a DataFrame: f gets DataFrame rows
+        return len(x), lambda idx: x.iloc[idx]
+    arr = np.asarray(x)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"x must be an (n,) or (n, d) array or a DataFrame, got {arr.ndim} dims")
+    return arr.shape[0], lambda idx: arr[idx]
+
+
+def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(lo, hi, scalar)``: public bounds of f's output, arrays of shape ``(p,)``."""
+    try:
+        lo, hi = statistic_bounds
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"statistic_bounds must be a pair (lower, upper), got {statistic_bounds!r}"
+        ) from None
+    scalar = all(isinstance(v, Real | np.floating | np.integer) for v in (lo, hi))
+    try:
+        lo_a = np.atleast_1d(np.asarray(lo, dtype=float))
+        hi_a = np.atleast_1d(np.asarray(hi, dtype=float))
+    except (TypeError, ValueError):
+        raise TypeError("statistic_bounds must hold numbers or 1-d arrays of numbers") from None
+    if lo_a.ndim != 1 or lo_a.shape != hi_a.shape or lo_a.size == 0:
+        raise ValueError("statistic_bounds must be two numbers or two 1-d arrays of one length")
+    if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
+        raise ValueError("statistic_bounds must be finite")
+    if not np.all(lo_a < hi_a):
+        raise ValueError("statistic_bounds must satisfy lower < upper in every coordinate")
+    return lo_a, hi_a, scalar
+
+
+def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
+    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(250/ε))``, at most ``n // 20`` (at least 1).
+
+    The estimate's noise against its standard error is about ``7/(ε sqrt(s))`` and each
+    private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
+    at least 20 rows keep the subset estimates' bias small. Data-independent.
+    """
+    if isinstance(n_subsets, str):
+        if n_subsets != "auto":
+            raise ValueError(f"n_subsets must be 'auto' or an integer >= 1, got {n_subsets!r}")
+        s = max(math.floor(math.sqrt(n / epsilon)), math.ceil(250.0 / epsilon))
+        s = max(1, min(s, n // MIN_AUTO_SUBSET))
+    elif isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
+        raise TypeError(f"n_subsets must be 'auto' or an integer, got {n_subsets!r}")
+    else:
+        s = int(n_subsets)
+        if s < 1:
+            raise ValueError(f"n_subsets must be an integer >= 1, got {s}")
+    if n < 2 * s:
+        raise ValueError(
+            f"n_subsets={s} needs n >= {2 * s} rows (2 per subset); x has n={n}. Use fewer "
+            "subsets or more data"
+        )
+    return s
+
+
+# --- the subsets' summaries (not private) -------------------------------------------------------
+
+
+class SubsetSummaries:
+    """Per-subset estimates ``theta`` and BLB standard deviations ``sd``, each ``(s, p)``."""
+
+    def __init__(self, theta, sd, n, subset_size, n_resamples):
+        self.theta, self.sd = theta, sd
+        self.n, self.subset_size, self.n_resamples = n, subset_size, n_resamples
+
+    @property
+    def n_subsets(self) -> int:
+        return self.theta.shape[0]
+
+
+def _clean(values, lo, hi, shape) -> np.ndarray:
+    """f's output as ``shape``, non-finite values at the centre of the bounds, then clamped."""
+    v = np.asarray(values, dtype=float)
+    if v.size != math.prod(shape):
+        raise TypeError(
+            f"statistic returned {v.size} value(s) where statistic_bounds give {shape[-1]} "
+            f"per call ({math.prod(shape)} expected)"
+        )
+    v = v.reshape(shape)
+    v = np.where(np.isfinite(v), v, (lo + hi) / 2.0)
+    return np.clip(v, lo, hi)
+
+
+def _call(f, rows, weights, lo, hi, shape) -> np.ndarray:
+    try:
+        with warnings.catch_warnings():  # a warning from f would depend on the data
+            warnings.simplefilter("ignore")
+            out = f(rows, weights)
+    except ESTIMATION_ERRORS:
+        out = np.full(shape, np.nan)
+    return _clean(out, lo, hi, shape)
+
+
+def subset_summaries(
+    x,
+    statistic: Callable,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    *,
+    n_subsets: int,
+    n_resamples: int,
+    vectorized: bool,
+    rng: np.random.Generator,
+) -> SubsetSummaries:
+    """Partition, resample and summarise (step 1-2 of the module docstring; not a release).
+
+    Draws the permutation and then the weights from ``rng`` before touching the data, so two
+    neighbouring data sets with the same generator state see the same partition and weights.
+    """
+    n, take = _rows(x)
+    s, tt, p = n_subsets, n_resamples, lo.size
+    b = n // s
+    check_work(
+        s * tt * b,
+        f"n_subsets x n_resamples x subset size = {s:,} x {tt:,} x {b:,}",
+        "use fewer resamples (n_resamples)",
+    )
+    parts = rng.permutation(n)[: s * b].reshape(s, b)
+    weights = rng.multinomial(n, np.full(b, 1.0 / b), size=(s, tt)).astype(float)
+    uniform = np.full(b, n / b)
+    theta = np.empty((s, p))
+    star = np.empty((s, tt, p))
+    for k in range(s):  # one subset at a time: f sees only its rows
+        rows = take(parts[k])
+        if vectorized:
+            both = _call(statistic, rows, np.vstack([uniform, weights[k]]), lo, hi, (tt + 1, p))
+            theta[k], star[k] = both[0], both[1:]
+        else:
+            theta[k] = _call(statistic, rows, uniform, lo, hi, (p,))
+            star[k] = [_call(statistic, rows, w, lo, hi, (p,)) for w in weights[k]]
+    floor = (hi - lo) * 1e-9
+    sd = np.maximum(star.std(axis=1, ddof=1), floor) if tt > 1 else np.broadcast_to(floor, (s, p))
+    return SubsetSummaries(theta, sd, n, b, tt)
+
+
+def weighted_quantile(q: float) -> Callable:
+    """A vectorised ``f(rows, W)``: the ``q`` quantile of the first column under weights ``W``.
+
+    The smallest value whose weighted CDF reaches ``q`` (the inverse of the weighted empirical
+    CDF). ``W`` is ``(b,)`` or ``(T, b)``.
+
+    Examples
+    --------
+    >>> f = weighted_quantile(0.5)
+    >>> float(f(np.array([3.0, 1.0, 2.0]), np.ones(3)))
+    2.0
+    >>> f(np.array([3.0, 1.0, 2.0]), np.array([[1, 0, 0], [0, 5, 1]])).tolist()
+    [3.0, 1.0]
+    """
+    q = check_in_open_unit(q, "quantile")
+
+    def f(rows, sample_weight):
+        v = np.asarray(rows, dtype=float)
+        v = v[:, 0] if v.ndim == 2 else v
+        order = np.argsort(v, kind="stable")
+        w = np.atleast_2d(np.asarray(sample_weight, dtype=float))[:, order]
+        cdf = np.cumsum(w, axis=1)
+        idx = np.argmax(cdf >= q * cdf[:, -1:] * (1 - 1e-12), axis=1)
+        out = v[order][idx]
+        return out if np.ndim(sample_weight) == 2 else out[0]
+
+    return f
+
+
+# --- the releases -------------------------------------------------------------------------------
+
+
+def _em_value(values, candidates, epsilon, rng) -> float:
+    """The exponential-mechanism median of ``values`` over ``candidates`` (sensitivity 1)."""
+    u = median_utilities(values, candidates)
+    return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
+                                                  random_state=rng)])  # fmt: skip
+
+
+def _em_quantile(values, candidates, level, epsilon, rng) -> float:
+    """Exponential-mechanism ``level`` quantile: utility ``-|#{v < c} - level s|``, sens. 1."""
+    v = np.sort(values)
+    below = np.searchsorted(v, candidates, side="left")
+    above = v.size - np.searchsorted(v, candidates, side="right")
+    target = level * v.size
+    u = -np.maximum(np.maximum(below - target, target - (v.size - above)), 0.0)
+    return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
+                                                  random_state=rng)])  # fmt: skip
+
+
+def _release_se(log_sd, lo, hi, eps, rng) -> tuple[float, float]:
+    """Private ``log se``: median over a public log grid, then the clamped mean. ``(value, λ)``."""
+    top = math.log(hi - lo)
+    grid = np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
+    e_med = MEDIAN_SHARE["se"] * eps
+    m = _em_value(log_sd, grid, e_med, rng)
+    cm = private_clamped_mean(
+        log_sd, epsilon=eps - e_med, half_width=LOG_SD_HALF_WIDTH, center=m, rng=rng
+    )
+    return cm.value, cm.noise_scale
+
+
+def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dict:
+    s = theta.size
+    e_est = share * eps
+    log_se, se_scale = _release_se(np.log(sd), lo, hi, eps - e_est, rng)
+    sd_b = math.exp(log_se) * math.sqrt(n / b)  # spread of one subset's estimate
+    step = max(sd_b / 2.0, (hi - lo) / (MAX_CANDIDATES - 1))
+    cand = np.append(lo + step * np.arange(math.floor((hi - lo) / step) + 1), hi)
+    e_med = MEDIAN_SHARE["estimate"] * e_est
+    m = _em_value(theta, cand, e_med, rng)
+    w = KAPPA * sd_b + step
+    cm = private_clamped_mean(theta, epsilon=e_est - e_med, half_width=w, center=m, rng=rng)
+    value = min(max(cm.value, lo), hi)
+    sigma = sd_b / math.sqrt(s)
+    half = normal_laplace_quantile(1.0 - alpha / 2.0, sigma, cm.noise_scale)
+    return {
+        "lower": max(value - half, lo),
+        "upper": min(value + half, hi),
+        "estimate": value,
+        "standard_error": sigma,
+        "estimate_noise_scale": cm.noise_scale,
+        "log_se_noise_scale": se_scale,
+        "released_median": m,
+        "window_half_width": w,
+    }
+
+
+def _subsampling_coordinate(theta, lo, hi, n, b, alpha, eps, rng) -> dict:
+    cand = np.linspace(lo, hi, MAX_CANDIDATES)
+    q_lo, m, q_hi = (_em_quantile(theta, cand, lv, eps / 3.0, rng)
+                     for lv in (alpha / 2.0, 0.5, 1.0 - alpha / 2.0))  # fmt: skip
+    r = math.sqrt(b / n)
+    return {
+        "lower": max(min(m - r * (q_hi - m), m), lo),
+        "upper": min(max(m - r * (q_lo - m), m), hi),
+        "estimate": m,
+        "subset_quantiles": (q_lo, q_hi),
+    }
+
+
+def private_statistic_interval(
+    x,
+    statistic: Callable,
+    *,
+    statistic_bounds,
+    alpha: float,
+    epsilon: float,
+    method: str = "ensemble",
+    n_subsets="auto",
+    n_resamples="auto",
+    estimate_share: float = ESTIMATE_SHARE,
+    vectorized: bool = False,
+    name: str | None = None,
+    rng: np.random.Generator,
+    charge_cost: Callable[[float], None] = lambda eps: None,
+) -> ConfidenceInterval | tuple[ConfidenceInterval, ...]:
+    """The interval of the module docstring (called by :func:`dpuq.private_confidence_interval`).
+
+    ``charge_cost(epsilon)`` runs after every setting is validated and before any noise or
+    any call of ``statistic``. Returns one :class:`ConfidenceInterval` for scalar
+    ``statistic_bounds``, else a tuple with one per coordinate, each carrying the call's
+    privacy report (its ε is the call's total).
+    """
+    if not callable(statistic):
+        raise TypeError("statistic must be callable: f(rows, sample_weight) -> float or array")
+    if not isinstance(vectorized, bool | np.bool_):
+        raise TypeError(f"vectorized must be True or False, got {vectorized!r}")
+    if method not in ("ensemble", "subsampling"):
+        raise ValueError(
+            f"method must be 'ensemble' or 'subsampling' for a callable statistic, got {method!r}"
+        )
+    a = check_in_open_unit(alpha, "alpha")
+    eps = check_epsilon(epsilon)
+    share = check_in_open_unit(estimate_share, "estimate_share")
+    lo, hi, scalar = _check_statistic_bounds(statistic_bounds)
+    n, _ = _rows(x)
+    s = resolve_general_subsets(n_subsets, n, eps)
+    tt = _resolve_resamples(n_resamples, DEFAULT_GENERAL_RESAMPLES)
+    if method == "ensemble" and tt < 2:
+        raise ValueError("n_resamples must be >= 2 for method='ensemble' (a standard deviation)")
+    p = lo.size
+    charge_cost(eps)
+    summ = subset_summaries(
+        x,
+        statistic,
+        lo,
+        hi,
+        n_subsets=s,
+        n_resamples=tt if method == "ensemble" else 1,
+        vectorized=vectorized,
+        rng=rng,
+    )
+    b, e_coord = summ.subset_size, eps / p
+    rows = []
+    for j in range(p):  # coordinates (a handful): each gets eps / p
+        if method == "ensemble":
+            rows.append(
+                _ensemble_coordinate(
+                    summ.theta[:, j], summ.sd[:, j], lo[j], hi[j], n, b, a, e_coord, share, rng
+                )
+            )
+        else:
+            rows.append(_subsampling_coordinate(summ.theta[:, j], lo[j], hi[j], n, b, a,
+                                                e_coord, rng))  # fmt: skip
+    label = name or getattr(statistic, "__name__", "statistic")
+    report = PrivacyReport(
+        mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "
+        + ("BLB standard error, " if method == "ensemble" else "")
+        + "exponential-mechanism medians and clamped means)",
+        epsilon=eps,
+        relation=Relation.REPLACE_ONE,
+        sensitivity="per coordinate: median utilities 1; clamped means 2 w/s (one person in "
+        f"one of s = {s} subsets; f's output clamped to the public statistic_bounds)",
+        details={
+            "n": n,
+            "n_subsets": s,
+            "subset_size": b,
+            "unused_rows": n - s * b,
+            "n_resamples": tt if method == "ensemble" else 0,
+            "coordinates": p,
+            "epsilon_per_coordinate": e_coord,
+            "estimate_share": share if method == "ensemble" else None,
+        },
+        notes=(
+            "coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",
+            f"each of the {p} coordinate(s) gets epsilon/{p}; intervals are marginal (pass "
+            "alpha/p for simultaneous coverage by Bonferroni)",
+        ),
+    )
+    out = []
+    for j, r in enumerate(rows):
+        lower, upper, est = (float(r.pop(k)) for k in ("lower", "upper", "estimate"))
+        stat = label if p == 1 else f"{label}[{j}]"
+        out.append(ConfidenceInterval(lower, upper, est, a, stat, method, True, report, r))
+    return out[0] if scalar else tuple(out)

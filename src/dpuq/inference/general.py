@@ -6,23 +6,36 @@ for the value of the user's own estimator: a regression coefficient, an odds rat
 quantile. ``f`` follows scikit-learn's ``sample_weight`` convention, so a bootstrap resample
 is a vector of multinomial weights over a subset's rows, never a copy of them.
 
-The method (``method="ensemble"``, the default): SPEC D's bag of little bootstraps with a
-subsample-and-aggregate point estimate.
+The method (``method="ensemble"``, the default): SPEC D's ensemble of subset bootstraps
+with a subsample-and-aggregate point estimate.
 
 1. A uniformly random partition of the ``n`` rows into ``s`` disjoint subsets of
    ``b = floor(n/s)`` rows (the ``n - s b`` left over are not used) and, per subset, ``T``
-   multinomial weight vectors ``W ~ Multinomial(n, (1/b, ..., 1/b))``, all drawn from the
-   generator before, and independently of, the data.
+   weight vectors, all drawn from the generator before, and independently of, the data:
+   ``W = (n/b) Multinomial(b, (1/b, ..., 1/b))`` (``resample_size="subset"``, each subset's
+   own bootstrap, the default) or ``W ~ Multinomial(n, (1/b, ..., 1/b))``
+   (``resample_size="n"``, the bag of little bootstraps).
 2. Per subset ``k``: ``θ_k = clamp(f(X_k, n/b))`` (every row weighted ``n/b``, so every call
-   sees total weight ``n``, as the full data would) and the standard deviation ``sd_k`` of the
-   ``T`` values ``clamp(f(X_k, W_t))`` (the BLB estimate of the standard error of ``f`` at
-   size ``n``). ``clamp`` is the projection on the public ``statistic_bounds``; a call that
+   sees total weight ``n``, as the full data would: a penalised fit is penalised as on the
+   full data) and the standard deviation ``sd_k`` of the ``T`` values ``clamp(f(X_k, W_t))``,
+   which estimates the spread ``sd_b`` of one subset's estimate: BLB, ``sd_k sqrt(n/b)``
+   (``sd_k`` estimates the standard error at size ``n``); subset bootstrap,
+   ``sd_k sqrt(b/(b-1))``. (Resamples of size ``n`` from ``b`` rows make a quantile's
+   bootstrap law a lattice of the ``b`` values, whose spread says nothing about the sampling
+   spread; resamples of size ``b`` are valid for quantiles too, as
+   :mod:`dpuq.inference.interval_methods` does for the median. And the point estimate is
+   the mean of ``s`` subset estimates, whose variance is ``sd_b²/s`` exactly: the subset
+   bootstrap targets ``sd_b`` itself, the BLB the standard error at size ``n``, which is
+   smaller than ``sd_b/sqrt(s)`` at small ``b`` for ratio-type estimators; in simulations of
+   an OLS slope with heteroscedastic errors (n = 5000, ε = 1, s = 200) the BLB's standard
+   error was 21 % short.) ``clamp`` is the projection on the
+   public ``statistic_bounds``; a call that
    fails (``ValueError``, ``ArithmeticError``, ``LinAlgError``) or returns a non-finite value
    counts as the centre of the bounds. Warnings raised inside ``f`` are silenced.
 3. Released, per coordinate (each a private median over public candidates, then a mean
    clamped to a window around it, :func:`dpuq.inference.aggregation.private_clamped_mean`):
-   the standard error ``se = exp(mean log sd_k)`` and then the estimate ``θ̃`` (mean of the
-   ``θ_k`` in ``m ± κ sd_b``, ``sd_b = se sqrt(n/b)`` the spread of one subset's estimate).
+   the spread ``sd_b = exp(mean log sd_k)`` and then the estimate ``θ̃`` (mean of the
+   ``θ_k`` in ``m ± κ sd_b``, ``m`` their private median).
 4. The interval ``θ̃ ± q``, ``q`` the ``1 - α/2`` quantile of ``N(0, sd_b²/s)`` plus the
    Laplace noise of ``θ̃`` (folded in exactly), intersected with ``statistic_bounds``.
 
@@ -80,12 +93,12 @@ __all__ = [
     "weighted_quantile",
 ]
 
-#: BLB resamples per subset (the standard error is averaged over the ``s`` subsets).
+#: Bootstrap resamples per subset (the spread is averaged over the ``s`` subsets).
 DEFAULT_GENERAL_RESAMPLES = 50
 #: Share of each coordinate's ε spent on the point estimate; the rest on the standard error.
 ESTIMATE_SHARE = 0.7
 #: Share of each part spent on its private median (the rest on the clamped mean).
-MEDIAN_SHARE = {"estimate": 0.3, "se": 0.5}
+MEDIAN_SHARE = {"estimate": 0.35, "se": 0.5}
 #: Half-width of the estimate's clamping window, in units of one subset's spread ``sd_b``.
 KAPPA = 3.0
 #: Half-width of the clamping window of ``log sd_k`` (a factor 2 either side).
@@ -139,7 +152,7 @@ def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, b
 
 
 def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
-    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(250/ε))``, at most ``n // 20`` (at least 1).
+    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(200/ε))``, at most ``n // 20`` (at least 1).
 
     The estimate's noise against its standard error is about ``7/(ε sqrt(s))`` and each
     private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
@@ -148,7 +161,7 @@ def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
     if isinstance(n_subsets, str):
         if n_subsets != "auto":
             raise ValueError(f"n_subsets must be 'auto' or an integer >= 1, got {n_subsets!r}")
-        s = max(math.floor(math.sqrt(n / epsilon)), math.ceil(250.0 / epsilon))
+        s = max(math.floor(math.sqrt(n / epsilon)), math.ceil(200.0 / epsilon))
         s = max(1, min(s, n // MIN_AUTO_SUBSET))
     elif isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
         raise TypeError(f"n_subsets must be 'auto' or an integer, got {n_subsets!r}")
@@ -168,7 +181,7 @@ def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
 
 
 class SubsetSummaries:
-    """Per-subset estimates ``theta`` and BLB standard deviations ``sd``, each ``(s, p)``."""
+    """Per-subset estimates ``theta`` and bootstrap standard deviations ``sd``, ``(s, p)``."""
 
     def __init__(self, theta, sd, n, subset_size, n_resamples):
         self.theta, self.sd = theta, sd
@@ -212,6 +225,7 @@ def subset_summaries(
     n_resamples: int,
     vectorized: bool,
     rng: np.random.Generator,
+    resample_size: str = "subset",
 ) -> SubsetSummaries:
     """Partition, resample and summarise (step 1-2 of the module docstring; not a release).
 
@@ -227,7 +241,10 @@ def subset_summaries(
         "use fewer resamples (n_resamples)",
     )
     parts = rng.permutation(n)[: s * b].reshape(s, b)
-    weights = rng.multinomial(n, np.full(b, 1.0 / b), size=(s, tt)).astype(float)
+    if resample_size == "n":  # the bag of little bootstraps
+        weights = rng.multinomial(n, np.full(b, 1.0 / b), size=(s, tt)).astype(float)
+    else:  # each subset's own bootstrap (resamples of size b), every row counted n/b times
+        weights = rng.multinomial(b, np.full(b, 1.0 / b), size=(s, tt)) * (n / b)
     uniform = np.full(b, n / b)
     theta = np.empty((s, p))
     star = np.empty((s, tt, p))
@@ -240,23 +257,30 @@ def subset_summaries(
             theta[k] = _call(statistic, rows, uniform, lo, hi, (p,))
             star[k] = [_call(statistic, rows, w, lo, hi, (p,)) for w in weights[k]]
     floor = (hi - lo) * 1e-9
-    sd = np.maximum(star.std(axis=1, ddof=1), floor) if tt > 1 else np.broadcast_to(floor, (s, p))
+    if tt > 1:  # sd_b: see step 2 of the module docstring
+        factor = math.sqrt(n / b) if resample_size == "n" else math.sqrt(b / (b - 1))
+        sd = np.maximum(star.std(axis=1, ddof=1) * factor, floor)
+    else:
+        sd = np.broadcast_to(floor, (s, p))
     return SubsetSummaries(theta, sd, n, b, tt)
 
 
 def weighted_quantile(q: float) -> Callable:
     """A vectorised ``f(rows, W)``: the ``q`` quantile of the first column under weights ``W``.
 
-    The smallest value whose weighted CDF reaches ``q`` (the inverse of the weighted empirical
-    CDF). ``W`` is ``(b,)`` or ``(T, b)``.
+    Hazen's rule with weights: a row of weight ``w_i`` sits at cumulative probability
+    ``(W_<i + w_i/2)/W_total`` and the quantile interpolates linearly between the rows
+    with positive weight on either side of ``q`` (the end rows below the first and above the
+    last). Its bias is far below the inverse CDF's ``O(1/b)`` on small subsets. ``W`` is
+    ``(b,)`` or ``(T, b)``.
 
     Examples
     --------
     >>> f = weighted_quantile(0.5)
     >>> float(f(np.array([3.0, 1.0, 2.0]), np.ones(3)))
     2.0
-    >>> f(np.array([3.0, 1.0, 2.0]), np.array([[1, 0, 0], [0, 5, 1]])).tolist()
-    [3.0, 1.0]
+    >>> f(np.array([3.0, 1.0, 2.0]), np.array([[1, 0, 0], [0, 5, 1]])).round(4).tolist()
+    [3.0, 1.1667]
     """
     q = check_in_open_unit(q, "quantile")
 
@@ -264,10 +288,23 @@ def weighted_quantile(q: float) -> Callable:
         v = np.asarray(rows, dtype=float)
         v = v[:, 0] if v.ndim == 2 else v
         order = np.argsort(v, kind="stable")
+        v = v[order]
         w = np.atleast_2d(np.asarray(sample_weight, dtype=float))[:, order]
-        cdf = np.cumsum(w, axis=1)
-        idx = np.argmax(cdf >= q * cdf[:, -1:] * (1 - 1e-12), axis=1)
-        out = v[order][idx]
+        cum = np.cumsum(w, axis=1)
+        pos = (cum - w / 2.0) / cum[:, -1:]
+        idx = np.arange(v.size)
+        live = w > 0
+        below = np.where(live & (pos <= q), idx, -1).max(axis=1)
+        above = np.where(live & (pos > q), idx, v.size).min(axis=1)
+        lo_i, hi_i = np.maximum(below, 0), np.minimum(above, v.size - 1)
+        rows_t = np.arange(w.shape[0])
+        p_lo, p_hi = pos[rows_t, lo_i], pos[rows_t, hi_i]
+        frac = np.where(p_hi > p_lo, (q - p_lo) / np.where(p_hi > p_lo, p_hi - p_lo, 1.0), 0.0)
+        out = np.where(
+            below < 0,
+            v[hi_i],
+            np.where(above >= v.size, v[lo_i], v[lo_i] + frac * (v[hi_i] - v[lo_i])),
+        )
         return out if np.ndim(sample_weight) == 2 else out[0]
 
     return f
@@ -309,8 +346,8 @@ def _release_se(log_sd, lo, hi, eps, rng) -> tuple[float, float]:
 def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dict:
     s = theta.size
     e_est = share * eps
-    log_se, se_scale = _release_se(np.log(sd), lo, hi, eps - e_est, rng)
-    sd_b = math.exp(log_se) * math.sqrt(n / b)  # spread of one subset's estimate
+    log_sd_b, se_scale = _release_se(np.log(sd), lo, hi, eps - e_est, rng)
+    sd_b = math.exp(log_sd_b)  # spread of one subset's estimate
     step = max(sd_b / 2.0, (hi - lo) / (MAX_CANDIDATES - 1))
     cand = np.append(lo + step * np.arange(math.floor((hi - lo) / step) + 1), hi)
     e_med = MEDIAN_SHARE["estimate"] * e_est
@@ -357,6 +394,7 @@ def private_statistic_interval(
     n_resamples="auto",
     estimate_share: float = ESTIMATE_SHARE,
     vectorized: bool = False,
+    resample_size: str = "subset",
     name: str | None = None,
     rng: np.random.Generator,
     charge_cost: Callable[[float], None] = lambda eps: None,
@@ -372,6 +410,8 @@ def private_statistic_interval(
         raise TypeError("statistic must be callable: f(rows, sample_weight) -> float or array")
     if not isinstance(vectorized, bool | np.bool_):
         raise TypeError(f"vectorized must be True or False, got {vectorized!r}")
+    if resample_size not in ("n", "subset"):
+        raise ValueError(f"resample_size must be 'n' or 'subset', got {resample_size!r}")
     if method not in ("ensemble", "subsampling"):
         raise ValueError(
             f"method must be 'ensemble' or 'subsampling' for a callable statistic, got {method!r}"
@@ -396,6 +436,7 @@ def private_statistic_interval(
         n_resamples=tt if method == "ensemble" else 1,
         vectorized=vectorized,
         rng=rng,
+        resample_size=resample_size,
     )
     b, e_coord = summ.subset_size, eps / p
     rows = []
@@ -412,7 +453,7 @@ def private_statistic_interval(
     label = name or getattr(statistic, "__name__", "statistic")
     report = PrivacyReport(
         mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "
-        + ("BLB standard error, " if method == "ensemble" else "")
+        + ("bootstrap spread, " if method == "ensemble" else "")
         + "exponential-mechanism medians and clamped means)",
         epsilon=eps,
         relation=Relation.REPLACE_ONE,
@@ -427,6 +468,7 @@ def private_statistic_interval(
             "coordinates": p,
             "epsilon_per_coordinate": e_coord,
             "estimate_share": share if method == "ensemble" else None,
+            "resample_size": (n if resample_size == "n" else b) if method == "ensemble" else 0,
         },
         notes=(
             "coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",

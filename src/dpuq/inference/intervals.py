@@ -291,7 +291,7 @@ def _general(
             )
         if statistic_bounds is None:
             raise TypeError("statistic_bounds is required for a callable statistic")
-        name = getattr(statistic, "__name__", "statistic")
+        name, resample_size = getattr(statistic, "__name__", "statistic"), "subset"
     else:
         if statistic_bounds is not None:
             raise ValueError("statistic='quantile' takes bounds, not statistic_bounds")
@@ -317,6 +317,7 @@ def _general(
         n_resamples=n_resamples,
         estimate_share=share,
         vectorized=vectorized,
+        resample_size=resample_size,
         name=name,
         rng=check_random_state(random_state),
         charge_cost=lambda eps: charge(ledger, dataset, eps, what=what, seeded=seeded),

@@ -302,7 +302,7 @@ def _general(
         statistic = weighted_quantile(quantile)
         name = f"quantile {float(quantile):g}"
         x, _ = check_data(x, bounds, clip=clip)
-        statistic_bounds, vectorized = check_bounds(bounds), True
+        statistic_bounds, vectorized, resample_size = check_bounds(bounds), True, "subset"
     share = ESTIMATE_SHARE if estimate_share is None else estimate_share
     seeded = random_state is not None
     what = f"private_confidence_interval ({name}, {method})"

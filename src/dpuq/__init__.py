@@ -41,6 +41,7 @@ from dpuq.inference import (
     private_bootstrap_cdf_grid,
     private_confidence_interval,
     private_studentized_cdf,
+    weighted_quantile,
 )
 from dpuq.learning import (
     ConceptList,
@@ -192,4 +193,5 @@ __all__ = [
     "softmax",
     "split_conformal_threshold",
     "static_calibration_error",
+    "weighted_quantile",
 ]

@@ -38,6 +38,7 @@ __all__ = [
     "project_monotone",
     "tree_cdf",
     "tree_error_bound",
+    "window_count_utilities",
 ]
 
 
@@ -80,6 +81,28 @@ def median_utilities(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     below = np.searchsorted(v, candidates, side="left")
     above = v.size - np.searchsorted(v, candidates, side="right")
     return -np.maximum(below, above).astype(float)
+
+
+def window_count_utilities(
+    values: np.ndarray, candidates: np.ndarray, half_width: float
+) -> np.ndarray:
+    """``#{v : |v - c| <= half_width}`` for each candidate ``c``: sensitivity 1 when one of the
+    values is replaced (each count moves by at most 1).
+
+    Used to locate tightly clustered values: a candidate far from all of them scores 0 and one
+    at their centre about ``s``, twice the median utility's gap.
+
+    Examples
+    --------
+    >>> window_count_utilities(np.array([1.0, 1.1, 3.0]), np.array([0.0, 1.0, 3.0]), 0.2).tolist()
+    [0.0, 2.0, 1.0]
+    """
+    v = np.sort(np.asarray(values, dtype=float))
+    c = np.asarray(candidates, dtype=float)
+    inside = np.searchsorted(v, c + half_width, side="right") - np.searchsorted(
+        v, c - half_width, side="left"
+    )
+    return inside.astype(float)
 
 
 def private_median_of_values(

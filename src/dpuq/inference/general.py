@@ -32,21 +32,26 @@ with a subsample-and-aggregate point estimate.
    public ``statistic_bounds``; a call that
    fails (``ValueError``, ``ArithmeticError``, ``LinAlgError``) or returns a non-finite value
    counts as the centre of the bounds. Warnings raised inside ``f`` are silenced.
-3. Released, per coordinate (each a private median over public candidates, then a mean
+3. Released, per coordinate (each a private location over public candidates, then a mean
    clamped to a window around it, :func:`dpuq.inference.aggregation.private_clamped_mean`):
    the spread ``sd_b = exp(mean log sd_k)`` and then the estimate ``θ̃`` (mean of the
-   ``θ_k`` in ``m ± κ sd_b``, ``m`` their private median).
+   ``θ_k`` in ``m ± κ sd_b``). The location ``m`` is the exponential mechanism's choice of
+   the candidate whose window (``± log(2)/2`` for ``log sd``, ``± 1.5 sd_b`` for ``θ``) holds
+   the most subset values (:func:`~dpuq.inference.aggregation.window_count_utilities`): a
+   candidate far from the values scores 0 against about ``s``, twice the gap of a median's
+   utility, which keeps a far-off location rare at ``s ε`` of a few tens.
 4. The interval ``θ̃ ± q``, ``q`` the ``1 - α/2`` quantile of ``N(0, sd_b²/s)`` plus the
    Laplace noise of ``θ̃`` (folded in exactly), intersected with ``statistic_bounds``.
 
 **Privacy** (replace-one, ``n`` public; ε-DP, δ = 0). Given the data-independent partition
 and weights, ``(θ_k, sd_k)`` is a function of subset ``k``'s rows only: ``f`` is called on
 those rows alone. Replacing one person changes one subset, hence at most one of the ``s``
-pairs, arbitrarily. The private medians' utilities ``-max(#{v < c}, #{v > c})`` then move by
-at most 1 (exponential mechanism, sensitivity 1); a mean of ``s`` values clamped to a window
-of half-width ``w`` fixed by earlier releases moves by at most ``2w/s`` (Laplace
-``2w/(s ε_part)``). The window of the estimate and its candidates are functions of the
-released ``se`` only (post-processing). Four releases per coordinate compose sequentially;
+pairs, arbitrarily. The locations' utilities (counts of values in a window whose width is
+public or released before; for ``method="subsampling"``, rank counts) then move by at most 1
+(exponential mechanism, sensitivity 1); a mean of ``s`` values clamped to a window of
+half-width ``w`` fixed by earlier releases moves by at most ``2w/s`` (Laplace
+``2w/(s ε_part)``). The windows of the estimate and its candidates are functions of the
+released ``sd_b`` only (post-processing). Four releases per coordinate compose sequentially;
 a vector ``f`` with ``p`` coordinates gives each coordinate ``ε/p`` (basic composition). All
 noise comes from :mod:`dpuq.mechanisms`. ``f`` must use nothing but its arguments (no state
 carried between calls), and its output range must be **public**: the clamps are what bound
@@ -75,7 +80,11 @@ from numbers import Integral, Real
 import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit, check_work
-from dpuq.inference.aggregation import median_utilities, private_clamped_mean
+from dpuq.inference.aggregation import (
+    median_utilities,
+    private_clamped_mean,
+    window_count_utilities,
+)
 from dpuq.inference.confidence_interval import ConfidenceInterval
 from dpuq.inference.ensemble import _resolve_resamples
 from dpuq.inference.normal_laplace import normal_laplace_quantile
@@ -101,6 +110,8 @@ ESTIMATE_SHARE = 0.7
 MEDIAN_SHARE = {"estimate": 0.35, "se": 0.5}
 #: Half-width of the estimate's clamping window, in units of one subset's spread ``sd_b``.
 KAPPA = 3.0
+#: Half-width of the locating window of the estimate, in units of ``sd_b``.
+LOCATE_HALF_WIDTH = 1.5
 #: Half-width of the clamping window of ``log sd_k`` (a factor 2 either side).
 LOG_SD_HALF_WIDTH = math.log(2.0)
 #: Candidates of the ``log sd`` median: step and span below the bounds' width.
@@ -313,9 +324,13 @@ def weighted_quantile(q: float) -> Callable:
 # --- the releases -------------------------------------------------------------------------------
 
 
-def _em_value(values, candidates, epsilon, rng) -> float:
-    """The exponential-mechanism median of ``values`` over ``candidates`` (sensitivity 1)."""
-    u = median_utilities(values, candidates)
+def _em_value(values, candidates, epsilon, rng, half_width=None) -> float:
+    """Exponential mechanism over ``candidates`` (sensitivity 1): the median of ``values``, or
+    with ``half_width`` the candidate whose window ``c ± half_width`` holds the most values."""
+    if half_width is None:
+        u = median_utilities(values, candidates)
+    else:
+        u = window_count_utilities(values, candidates, half_width)
     return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
                                                   random_state=rng)])  # fmt: skip
 
@@ -336,7 +351,7 @@ def _release_se(log_sd, lo, hi, eps, rng) -> tuple[float, float]:
     top = math.log(hi - lo)
     grid = np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
     e_med = MEDIAN_SHARE["se"] * eps
-    m = _em_value(log_sd, grid, e_med, rng)
+    m = _em_value(log_sd, grid, e_med, rng, half_width=LOG_SD_HALF_WIDTH / 2.0)
     cm = private_clamped_mean(
         log_sd, epsilon=eps - e_med, half_width=LOG_SD_HALF_WIDTH, center=m, rng=rng
     )
@@ -351,7 +366,7 @@ def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dic
     step = max(sd_b / 2.0, (hi - lo) / (MAX_CANDIDATES - 1))
     cand = np.append(lo + step * np.arange(math.floor((hi - lo) / step) + 1), hi)
     e_med = MEDIAN_SHARE["estimate"] * e_est
-    m = _em_value(theta, cand, e_med, rng)
+    m = _em_value(theta, cand, e_med, rng, half_width=LOCATE_HALF_WIDTH * sd_b)
     w = KAPPA * sd_b + step
     cm = private_clamped_mean(theta, epsilon=e_est - e_med, half_width=w, center=m, rng=rng)
     value = min(max(cm.value, lo), hi)

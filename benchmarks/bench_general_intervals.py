@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+import warnings
 
 import numpy as np
 from scipy import stats
@@ -139,20 +140,22 @@ def run(reps: int, ns, seed: int, kinds) -> list[dict]:
                         ci = private(data, kind, f, bounds, eps, method, rng)
                         if method == "ensemble":
                             times.append(time.perf_counter() - t0)
-                        res.setdefault((method, eps), []).append((ci.lower <= truth <= ci.upper,
-                                                                  ci.width))  # fmt: skip
-            boot_w = float(np.median([w for _, w in res["boot", None]]))
-            boot_c = float(np.mean([c for c, _ in res["boot", None]]))
+                        hit = ci.lower <= truth <= ci.upper
+                        res.setdefault((method, eps), []).append((hit, ci.width, ci.informative))
+            boot_w = float(np.median([v[1] for v in res["boot", None]]))
+            boot_c = float(np.mean([v[0] for v in res["boot", None]]))
             for (method, eps), vals in res.items():
                 if method == "boot":
                     continue
-                cov = float(np.mean([c for c, _ in vals]))
-                width = float(np.median([w for _, w in vals]))
+                cov = float(np.mean([v[0] for v in vals]))
+                width = float(np.median([v[1] for v in vals]))
+                informative = float(np.mean([v[2] for v in vals]))
                 rows_out.append({
                     "statistic": kind, "n": n, "epsilon": eps, "method": method,
                     "coverage": cov, "se": math.sqrt(max(cov * (1 - cov), 0.25 / reps) / reps),
                     "width": width, "boot_coverage": boot_c, "boot_width": boot_w,
                     "ratio": width / boot_w, "seconds": float(np.median(times)),
+                    "informative": informative,
                 })  # fmt: skip
             print(f"done {kind} n={n}", flush=True)
     return rows_out
@@ -165,15 +168,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--kinds", nargs="+", default=list(CASES), choices=list(CASES))
     args = ap.parse_args()
+    warnings.simplefilter("ignore", dpuq.UninformativeIntervalWarning)  # counted in the table
     out = run(args.reps, args.ns, args.seed, args.kinds)
     print(f"\nreps = {args.reps} per cell; nominal coverage {1 - ALPHA:g}; width: median")
-    print("| statistic | n | ε | method | coverage (SE) | width | × bootstrap | bootstrap coverage "
-          "| s/call |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| statistic | n | ε | method | coverage (SE) | width | × bootstrap | informative "
+          "| bootstrap coverage | s/call |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in out:
         print(
             f"| {r['statistic']} | {r['n']} | {r['epsilon']:g} | {r['method']} | "
             f"{r['coverage']:.2f} ({r['se']:.2f}) | {r['width']:.4g} | {r['ratio']:.2f} | "
+            f"{r['informative']:.2f} | "
             f"{r['boot_coverage']:.2f} | {r['seconds']:.2f} |"
         )
 

@@ -112,7 +112,7 @@ def test_clamped_means_of_neighbours_move_by_at_most_2w_over_s():
 def test_the_release_charges_and_reports_the_total_epsilon(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("d", epsilon=1.5)
-    x = np.random.default_rng(0).uniform(size=2000)
+    x = np.random.default_rng(0).uniform(size=5000)
     ci = dpuq.private_confidence_interval(
         x, statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=1.0,
         vectorized=True, random_state=0, ledger=led, dataset="d",
@@ -129,6 +129,15 @@ def test_the_release_charges_and_reports_the_total_epsilon(tmp_path):
             x, statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=1.0,
             vectorized=True, ledger=led, dataset="d",
         )  # fmt: skip
+    # too few subsets for the locations at this n and epsilon (a data-free bound): the whole
+    # of statistic_bounds, said so, and nothing is spent
+    with pytest.warns(dpuq.UninformativeIntervalWarning, match="location may miss"):
+        ci = dpuq.private_confidence_interval(
+            x[:1000], statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=0.5,
+            vectorized=True, ledger=led, dataset="d",
+        )  # fmt: skip
+    assert ci.interval == (0.0, 1.0) and not ci.informative and ci.privacy_report.epsilon == 0
+    assert led.status("d").spent_epsilon == 1.0
 
 
 # --- behaviour ---------------------------------------------------------------------------------
@@ -140,7 +149,7 @@ def test_vector_statistic_gives_one_interval_per_coordinate_with_split_budget():
     rows = np.column_stack([x, 1.0 + 2.0 * x + rng.normal(size=x.size)])
     cis = dpuq.private_confidence_interval(
         rows, statistic=ols, statistic_bounds=([-5, -5], [5, 5]), alpha=0.1, epsilon=4.0,
-        n_resamples=20, random_state=2,
+        n_subsets=200, n_resamples=20, random_state=2,
     )  # fmt: skip
     assert len(cis) == 2
     assert cis[0].statistic == "ols[0]" and cis[1].statistic == "ols[1]"
@@ -162,7 +171,7 @@ def test_failures_and_warnings_of_f_are_not_observable():
         warnings.simplefilter("error")
         ci = dpuq.private_confidence_interval(
             rows, statistic=touchy, statistic_bounds=(0, 1), alpha=0.1, epsilon=2.0,
-            n_resamples=5, random_state=0,
+            n_subsets=250, n_resamples=5, random_state=0,
         )  # fmt: skip
     assert 0 <= ci.lower <= ci.upper <= 1
 
@@ -177,8 +186,8 @@ def test_dataframe_rows_reach_f_as_dataframes():
         return float(np.average(rows["a"], weights=sample_weight))
 
     dpuq.private_confidence_interval(
-        df, statistic=f, statistic_bounds=(0, 1), alpha=0.1, epsilon=3.0, n_resamples=3,
-        random_state=0,
+        df, statistic=f, statistic_bounds=(0, 1), alpha=0.1, epsilon=3.0, n_subsets=150,
+        n_resamples=3, random_state=0,
     )  # fmt: skip
     assert seen == {"DataFrame"}
 

@@ -80,6 +80,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit, check_work
+from dpuq.inference._data import UninformativeIntervalWarning
 from dpuq.inference.aggregation import (
     median_utilities,
     private_clamped_mean,
@@ -95,7 +96,9 @@ from dpuq.scale.sources import is_dask_collection
 __all__ = [
     "DEFAULT_GENERAL_RESAMPLES",
     "ESTIMATE_SHARE",
+    "LOCATION_BETA",
     "SubsetSummaries",
+    "location_failure_bound",
     "private_statistic_interval",
     "resolve_general_subsets",
     "subset_summaries",
@@ -118,6 +121,9 @@ LOG_SD_HALF_WIDTH = math.log(2.0)
 LOG_SD_STEP, LOG_SD_SPAN = 0.25, math.log(1e6)
 #: Most candidates of the estimate's private median (its step is ``sd_b / 2`` otherwise).
 MAX_CANDIDATES = 10_001
+#: Largest data-free bound on the probability that a private location misses the values
+#: (:func:`location_failure_bound`) at which an interval is still released.
+LOCATION_BETA = 0.05
 #: Smallest subset the automatic number of subsets allows.
 MIN_AUTO_SUBSET = 20
 #: Failures of ``f`` that count as "no estimate on this subset" (the centre of the bounds).
@@ -160,6 +166,28 @@ def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, b
     if not np.all(lo_a < hi_a):
         raise ValueError("statistic_bounds must satisfy lower < upper in every coordinate")
     return lo_a, hi_a, scalar
+
+
+def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) -> float:
+    """Bound on the probability that a private location lands where no window holds half of
+    the ``s`` values: ``G exp(-ε s / 4)``.
+
+    The exponential mechanism (sensitivity 1) weighs a candidate by ``exp(ε u / 2)``; the
+    location the values cluster at has ``u >= s/2`` when at least half of them lie in its
+    window, and each of the ``G`` candidates with ``u = 0`` then has probability at most
+    ``exp(-ε s / 4)``. A function of public quantities only (``G``, ε, ``s``).
+
+    Examples
+    --------
+    >>> round(location_failure_bound(56, 0.15, 200), 4)
+    0.0311
+    """
+    return float(n_candidates * math.exp(-epsilon * n_subsets / 4.0))
+
+
+def _log_sd_grid(lo: float, hi: float) -> np.ndarray:
+    top = math.log(hi - lo)
+    return np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
 
 
 def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
@@ -348,8 +376,7 @@ def _em_quantile(values, candidates, level, epsilon, rng) -> float:
 
 def _release_se(log_sd, lo, hi, eps, rng) -> tuple[float, float]:
     """Private ``log se``: median over a public log grid, then the clamped mean. ``(value, λ)``."""
-    top = math.log(hi - lo)
-    grid = np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
+    grid = _log_sd_grid(lo, hi)
     e_med = MEDIAN_SHARE["se"] * eps
     m = _em_value(log_sd, grid, e_med, rng, half_width=LOG_SD_HALF_WIDTH / 2.0)
     cm = private_clamped_mean(
@@ -366,6 +393,9 @@ def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dic
     step = max(sd_b / 2.0, (hi - lo) / (MAX_CANDIDATES - 1))
     cand = np.append(lo + step * np.arange(math.floor((hi - lo) / step) + 1), hi)
     e_med = MEDIAN_SHARE["estimate"] * e_est
+    bound = location_failure_bound(cand.size, e_med, s)
+    if bound > LOCATION_BETA:  # a function of the released sd_b: the trivial answer, said so
+        return _trivial(lo, hi, f"the estimate's location may miss (bound {bound:.2g})")
     m = _em_value(theta, cand, e_med, rng, half_width=LOCATE_HALF_WIDTH * sd_b)
     w = KAPPA * sd_b + step
     cm = private_clamped_mean(theta, epsilon=e_est - e_med, half_width=w, center=m, rng=rng)
@@ -382,6 +412,16 @@ def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dic
         "released_median": m,
         "window_half_width": w,
     }
+
+
+def _trivial(lo: float, hi: float, why: str) -> dict:
+    reason = (
+        f"{why} > {LOCATION_BETA:g} at this n, epsilon and number of subsets: the release is "
+        "the whole of statistic_bounds; use more data, a larger epsilon or one coordinate"
+    )
+    warnings.warn(f"uninformative interval: {reason}", UninformativeIntervalWarning, stacklevel=4)
+    return {"lower": lo, "upper": hi, "estimate": (lo + hi) / 2.0, "informative": False,
+            "reason": reason}  # fmt: skip
 
 
 def _subsampling_coordinate(theta, lo, hi, n, b, alpha, eps, rng) -> dict:
@@ -441,6 +481,17 @@ def private_statistic_interval(
     if method == "ensemble" and tt < 2:
         raise ValueError("n_resamples must be >= 2 for method='ensemble' (a standard deviation)")
     p = lo.size
+    if method == "ensemble":  # data-free: can the spread's location be trusted at all?
+        e_loc = (1.0 - share) * MEDIAN_SHARE["se"] * eps / p
+        bound = location_failure_bound(_log_sd_grid(0.0, 1.0).size, e_loc, s)
+    else:
+        bound = location_failure_bound(MAX_CANDIDATES, eps / (3 * p), s)
+    if bound > LOCATION_BETA:  # nothing is computed from the data: nothing is spent
+        rows = [_trivial(lo[j], hi[j], f"the spread's location may miss (bound {bound:.2g})")
+                for j in range(p)]  # fmt: skip
+        return _finish(rows, statistic, name, method, a, scalar, _report(
+            0.0, method, n, s, tt, p, share, (n // s) if method == "ensemble" else 0, n // s,
+            "nothing was computed from the data (the data-free bound above); cost 0"))  # fmt: skip
     charge_cost(eps)
     summ = subset_summaries(
         x,
@@ -465,14 +516,19 @@ def private_statistic_interval(
         else:
             rows.append(_subsampling_coordinate(summ.theta[:, j], lo[j], hi[j], n, b, a,
                                                 e_coord, rng))  # fmt: skip
-    label = name or getattr(statistic, "__name__", "statistic")
-    report = PrivacyReport(
+    rs = summ.subset_size if resample_size == "subset" else n
+    report = _report(eps, method, n, s, tt, p, share, rs, b, None)
+    return _finish(rows, statistic, name, method, a, scalar, report)
+
+
+def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyReport:
+    return PrivacyReport(
         mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "
         + ("bootstrap spread, " if method == "ensemble" else "")
-        + "exponential-mechanism medians and clamped means)",
+        + "exponential-mechanism locations and clamped means)",
         epsilon=eps,
         relation=Relation.REPLACE_ONE,
-        sensitivity="per coordinate: median utilities 1; clamped means 2 w/s (one person in "
+        sensitivity="per coordinate: location utilities 1; clamped means 2 w/s (one person in "
         f"one of s = {s} subsets; f's output clamped to the public statistic_bounds)",
         details={
             "n": n,
@@ -480,20 +536,27 @@ def private_statistic_interval(
             "subset_size": b,
             "unused_rows": n - s * b,
             "n_resamples": tt if method == "ensemble" else 0,
+            "resample_size": resample_size if method == "ensemble" else 0,
             "coordinates": p,
-            "epsilon_per_coordinate": e_coord,
+            "epsilon_per_coordinate": eps / p,
             "estimate_share": share if method == "ensemble" else None,
-            "resample_size": (n if resample_size == "n" else b) if method == "ensemble" else 0,
         },
         notes=(
             "coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",
             f"each of the {p} coordinate(s) gets epsilon/{p}; intervals are marginal (pass "
             "alpha/p for simultaneous coverage by Bonferroni)",
-        ),
+        )
+        + ((note,) if note else ()),
     )
+
+
+def _finish(rows, statistic, name, method, alpha, scalar, report):
+    label = name or getattr(statistic, "__name__", "statistic")
     out = []
     for j, r in enumerate(rows):
         lower, upper, est = (float(r.pop(k)) for k in ("lower", "upper", "estimate"))
-        stat = label if p == 1 else f"{label}[{j}]"
-        out.append(ConfidenceInterval(lower, upper, est, a, stat, method, True, report, r))
+        informative = bool(r.pop("informative", True))
+        stat = label if len(rows) == 1 else f"{label}[{j}]"
+        ci = ConfidenceInterval(lower, upper, est, alpha, stat, method, informative, report, r)
+        out.append(ci)
     return out[0] if scalar else tuple(out)

@@ -57,6 +57,14 @@ noise comes from :mod:`dpuq.mechanisms`. ``f`` must use nothing but its argument
 carried between calls), and its output range must be **public**: the clamps are what bound
 the sensitivity, and bounds read off the data would leak it.
 
+**Too few subsets** for the budget: a location can only be trusted when ``s ε_location``
+is a few tens. :func:`location_failure_bound` bounds the probability that a location misses
+the values from public quantities only; above :data:`LOCATION_BETA` (0.05) the release is the
+whole of ``statistic_bounds`` (``informative=False``, an :class:`UninformativeIntervalWarning`
+whose presence depends on ``n``, ε, ``s`` and released values only), and when that is known
+before the data are touched (the spread's location) nothing is spent and the report says
+ε = 0.
+
 **Coverage** is asymptotic, not exact: it holds as ``n`` grows for statistics that are
 asymptotically normal at rate ``sqrt(n)`` (smooth functionals, M-estimators, quantiles of
 continuous laws, U-statistics such as the AUC), and the subset estimates' bias must be small
@@ -169,8 +177,8 @@ def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, b
 
 
 def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) -> float:
-    """Bound on the probability that a private location lands where no window holds half of
-    the ``s`` values: ``G exp(-ε s / 4)``.
+    """Bound on the probability that a private location lands on a candidate whose window
+    holds none of the ``s`` values, when some window holds half of them: ``G exp(-ε s / 4)``.
 
     The exponential mechanism (sensitivity 1) weighs a candidate by ``exp(ε u / 2)``; the
     location the values cluster at has ``u >= s/2`` when at least half of them lie in its
@@ -180,7 +188,7 @@ def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) ->
     Examples
     --------
     >>> round(location_failure_bound(56, 0.15, 200), 4)
-    0.0311
+    0.031
     """
     return float(n_candidates * math.exp(-epsilon * n_subsets / 4.0))
 

@@ -306,6 +306,7 @@ def test_coverage_of_an_ols_slope_is_near_nominal(n, eps):
             rows, statistic=ols, statistic_bounds=([-10, -10], [10, 10]), alpha=0.1,
             epsilon=2 * eps, random_state=rng, n_resamples=30,
         )  # fmt: skip
+        assert ci.informative
         hits.append(ci.lower <= 2.0 <= ci.upper)
     assert np.mean(hits) >= 0.9 - margin
 

@@ -342,7 +342,7 @@ def private_statistic_interval(
     share = check_in_open_unit(estimate_share, "estimate_share")
     lo, hi, scalar = _check_statistic_bounds(statistic_bounds)
     n, _ = _rows(x)
-    s = resolve_general_subsets(n_subsets, n, eps)
+    s = resolve_general_subsets(n_subsets, n, eps / lo.size)  # each coordinate's share
     tt = _resolve_resamples(n_resamples, DEFAULT_GENERAL_RESAMPLES)
     if method == "ensemble" and tt < 2:
         raise ValueError("n_resamples must be >= 2 for method='ensemble' (a standard deviation)")

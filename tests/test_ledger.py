@@ -236,13 +236,13 @@ class TestReleasingFunctions:
 
     def test_private_confidence_interval_charges_its_total(self, ledger, rng):
         x = rng.uniform(0, 1, 400)
-        ci = dpuq.private_confidence_interval(x, alpha=0.1, epsilon=1.0, bounds=(0, 1),
+        ci = dpuq.private_confidence_interval(x, alpha=0.1, epsilon=2.0, bounds=(0, 1),
                                               ledger=ledger, dataset="icu")  # fmt: skip
         assert ledger.status("icu").spent_epsilon == ci.privacy_report.epsilon == 2.0
         with pytest.raises(BudgetExceededError):
-            dpuq.private_confidence_interval(x, alpha=0.1, epsilon=1.0, bounds=(0, 1),
+            dpuq.private_confidence_interval(x, alpha=0.1, epsilon=1.5, bounds=(0, 1),
                                              ledger=ledger, dataset="icu")  # fmt: skip
-        dpuq.normal_approximation_interval(x, alpha=0.1, epsilon=0.5, bounds=(0, 1),
+        dpuq.normal_approximation_interval(x, alpha=0.1, epsilon=1.0, bounds=(0, 1),
                                            ledger=ledger, dataset="icu")  # fmt: skip
         assert ledger.status("icu").remaining_epsilon == 0.0
 
@@ -310,7 +310,7 @@ class TestChargesMatchReports:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ci = dpuq.private_confidence_interval(
-                x, alpha=0.5, epsilon=10.0, bounds=(0, 1), method="ensemble_cdf", n_grid=3,
+                x, alpha=0.5, epsilon=20.0, bounds=(0, 1), method="ensemble_cdf", n_grid=3,
                 beta=0.5, n_resamples=50, random_state=0, ledger=led, dataset="d",
             )  # fmt: skip
         (row,) = led.releases("d")

@@ -220,7 +220,7 @@ def test_point_estimates_use_the_documented_scales():
 
 def test_interval_report_states_the_scales_it_used():
     x = np.random.default_rng(7).uniform(0, 4, size=800)
-    ci = private_confidence_interval(x, alpha=0.1, epsilon=2.0, bounds=(0, 4), random_state=0)
+    ci = private_confidence_interval(x, alpha=0.1, epsilon=4.0, bounds=(0, 4), random_state=0)
     det = ci.privacy_report.details
     assert det["estimate_noise"] == f"Laplace({4 / (800 * 2.0):.6g})"
     assert det["variance_noise_scale"] == pytest.approx(16 / 800 / det["epsilon_variance"])
@@ -333,7 +333,7 @@ def _coverage(statistic, truth, n, trials, eps, alpha, seed, method="ensemble", 
         ci = private_confidence_interval(
             x,
             alpha=alpha,
-            epsilon=eps,
+            epsilon=2 * eps,  # eps for the estimate and eps for the bootstrap (as before 0.2)
             bounds=BOUNDS,
             statistic=statistic,
             trim=trim,
@@ -401,7 +401,7 @@ def test_baselines_cover():
         hits_n.append(
             2 / 7
             in normal_approximation_interval(
-                x, alpha=alpha, epsilon=2.0, bounds=BOUNDS, random_state=rng
+                x, alpha=alpha, epsilon=4.0, bounds=BOUNDS, random_state=rng
             )
         )
         hits_p.append(2 / 7 in percentile_bootstrap_interval(x, alpha=alpha, random_state=rng))
@@ -459,36 +459,39 @@ def test_naive_release_reports_its_epsilon_delta():
     ci = private_confidence_interval(
         x, alpha=0.1, epsilon=1.0, bounds=BOUNDS, method="naive", random_state=0
     )
-    assert ci.privacy_report.epsilon > 2.0 and ci.privacy_report.delta > 0
+    assert ci.privacy_report.epsilon > 1.0 and ci.privacy_report.delta > 0
 
 
 # --- reports and the ensemble_cdf method ---------------------------------------------------------
 
 
-def test_default_budget_is_two_epsilon_and_splits_add_up():
+def test_epsilon_is_the_total_and_the_share_splits_it():
     x = np.random.default_rng(27).uniform(size=300)
     ci = private_confidence_interval(x, alpha=0.1, epsilon=1.5, bounds=BOUNDS, random_state=0)
-    assert ci.privacy_report.epsilon == 3.0 and ci.privacy_report.pure
+    assert ci.privacy_report.epsilon == 1.5 and ci.privacy_report.pure
+    det = ci.privacy_report.details
+    assert det["epsilon_estimate"] == pytest.approx(0.75)
     ci = private_confidence_interval(
-        x,
-        alpha=0.1,
-        epsilon=9.0,
-        epsilon_estimate=0.5,
-        epsilon_cdf=0.25,
-        bounds=BOUNDS,
-        random_state=0,
+        x, alpha=0.1, epsilon=0.75, estimate_share=0.25, bounds=BOUNDS, random_state=0
     )
-    assert ci.privacy_report.epsilon == 0.75
+    det = ci.privacy_report.details
+    assert ci.privacy_report.epsilon == pytest.approx(0.75)
+    assert det["epsilon_estimate"] == pytest.approx(0.1875)
+    parts = ("epsilon_estimate", "epsilon_variance", "epsilon_half_width", "epsilon_asymmetry")
+    assert sum(det[p] for p in parts) == pytest.approx(0.75)
+    ci = normal_approximation_interval(x, alpha=0.1, epsilon=0.8, bounds=BOUNDS, random_state=0)
+    assert ci.privacy_report.epsilon == 0.8
+    assert ci.privacy_report.details["epsilon_variance"] == pytest.approx(0.4)
 
 
 def test_ensemble_cdf_is_trivial_when_the_slack_is_too_large_and_says_so():
     x = np.random.default_rng(28).uniform(size=500)
     with pytest.warns(UninformativeIntervalWarning, match=r"n >= \d+"):
         ci = private_confidence_interval(
-            x, alpha=0.05, epsilon=1.0, bounds=BOUNDS, method="ensemble_cdf", random_state=0
+            x, alpha=0.05, epsilon=2.0, bounds=BOUNDS, method="ensemble_cdf", random_state=0
         )
     assert (ci.lower, ci.upper) == BOUNDS and not ci.informative
-    assert ci.privacy_report.epsilon == 1.0  # only the estimate was released
+    assert ci.privacy_report.epsilon == 1.0  # only the estimate (half of 2) was released
 
 
 def test_ensemble_cdf_is_informative_at_large_n():
@@ -496,7 +499,7 @@ def test_ensemble_cdf_is_informative_at_large_n():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UninformativeIntervalWarning)
         ci = private_confidence_interval(
-            x, alpha=0.6, epsilon=10.0, bounds=BOUNDS, method="ensemble_cdf", random_state=0
+            x, alpha=0.6, epsilon=20.0, bounds=BOUNDS, method="ensemble_cdf", random_state=0
         )
     # a 40% interval misses 0.5 in most runs: one seeded run checks informativeness, not coverage
     assert ci.informative and ci.lower < ci.estimate < ci.upper
@@ -578,8 +581,8 @@ def test_bad_epsilon(eps):
         private_confidence_interval(x, alpha=0.1, epsilon=eps, bounds=BOUNDS)
     with pytest.raises(ValueError, match="epsilon"):
         private_bootstrap_cdf(x, 0.0, epsilon=eps, bounds=BOUNDS)
-    with pytest.raises(ValueError, match="epsilon_cdf"):
-        private_confidence_interval(x, alpha=0.1, epsilon=1.0, epsilon_cdf=eps, bounds=BOUNDS)
+    with pytest.raises(ValueError, match="estimate_share"):
+        private_confidence_interval(x, alpha=0.1, epsilon=1.0, estimate_share=eps, bounds=BOUNDS)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 1.0, 1.5, -0.1, np.nan])

@@ -49,6 +49,7 @@ from dpuq.inference import (
     private_bootstrap_cdf_grid,
     private_confidence_interval,
     private_studentized_cdf,
+    weighted_quantile,
 )
 from dpuq.learning import (
     ConceptList,
@@ -224,4 +225,5 @@ __all__ = [
     "split_conformal_threshold",
     "static_calibration_error",
     "top_k_scores",
+    "weighted_quantile",
 ]

@@ -8,7 +8,16 @@ import sys
 import warnings
 
 #: Sub-command modules under ``dpuq.commands``; each defines ``register(subparsers)``.
-COMMANDS = ["demo", "calibrate", "predict", "plan", "reproduce", "temperature", "budget"]
+COMMANDS = [
+    "demo",
+    "calibrate",
+    "predict",
+    "interval",
+    "plan",
+    "reproduce",
+    "temperature",
+    "budget",
+]
 
 
 class _Parser(argparse.ArgumentParser):

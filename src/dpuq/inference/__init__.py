@@ -25,6 +25,7 @@ from dpuq.inference.estimates import (
     private_trimmed_mean,
     private_variance,
 )
+from dpuq.inference.general import private_statistic_interval, weighted_quantile
 from dpuq.inference.intervals import (
     ConfidenceInterval,
     normal_approximation_interval,
@@ -52,10 +53,12 @@ __all__ = [
     "private_mean",
     "private_median",
     "private_median_log_distribution",
+    "private_statistic_interval",
     "private_studentized_cdf",
     "private_trimmed_mean",
     "private_variance",
     "project_monotone",
     "subset_bootstrap_cdfs",
     "tree_error_bound",
+    "weighted_quantile",
 ]

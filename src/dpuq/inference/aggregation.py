@@ -32,12 +32,14 @@ from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 __all__ = [
     "ClampedMean",
     "TreeCDF",
+    "median_utilities",
     "private_average",
     "private_clamped_mean",
     "private_median_of_values",
     "project_monotone",
     "tree_cdf",
     "tree_error_bound",
+    "window_count_utilities",
 ]
 
 
@@ -67,6 +69,43 @@ def private_average(
     return laplace_release(vals.mean(axis=0), scale=scale, random_state=rng), scale
 
 
+def median_utilities(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """``-max(#{v < c}, #{v > c})`` for each candidate ``c``: sensitivity 1 when one of the
+    values is replaced (each count moves by at most 1).
+
+    Examples
+    --------
+    >>> median_utilities(np.array([1.0, 2.0, 3.0]), np.array([0.0, 2.0, 5.0])).tolist()
+    [-3.0, -1.0, -3.0]
+    """
+    v = np.sort(np.asarray(values, dtype=float))
+    below = np.searchsorted(v, candidates, side="left")
+    above = v.size - np.searchsorted(v, candidates, side="right")
+    return -np.maximum(below, above).astype(float)
+
+
+def window_count_utilities(
+    values: np.ndarray, candidates: np.ndarray, half_width: float
+) -> np.ndarray:
+    """``#{v : |v - c| <= half_width}`` for each candidate ``c``: sensitivity 1 when one of the
+    values is replaced (each count moves by at most 1).
+
+    Used to locate tightly clustered values: a candidate far from all of them scores 0 and one
+    at their centre about ``s``, twice the median utility's gap.
+
+    Examples
+    --------
+    >>> window_count_utilities(np.array([1.0, 1.1, 3.0]), np.array([0.0, 1.0, 3.0]), 0.2).tolist()
+    [0.0, 2.0, 1.0]
+    """
+    v = np.sort(np.asarray(values, dtype=float))
+    c = np.asarray(candidates, dtype=float)
+    inside = np.searchsorted(v, c + half_width, side="right") - np.searchsorted(
+        v, c - half_width, side="left"
+    )
+    return inside.astype(float)
+
+
 def private_median_of_values(
     values: np.ndarray, candidates: np.ndarray, epsilon: float, rng: np.random.Generator
 ) -> float:
@@ -75,10 +114,7 @@ def private_median_of_values(
     Utility ``-max(#{v < c}, #{v > c})``, sensitivity 1 (one value replaced moves each count by
     at most 1), released with probability ``∝ exp(ε u / 2)``.
     """
-    v = np.sort(np.asarray(values, dtype=float))
-    below = np.searchsorted(v, candidates, side="left")
-    above = v.size - np.searchsorted(v, candidates, side="right")
-    u = -np.maximum(below, above).astype(float)
+    u = median_utilities(values, candidates)
     return float(
         candidates[
             exponential_mechanism(

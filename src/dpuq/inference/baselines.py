@@ -1,5 +1,5 @@
 """The baselines private intervals are compared with (SPEC D): the percentile bootstrap (not
-private) and the normal approximation with Laplace mean and variance (2ε-DP)."""
+private) and the normal approximation with Laplace mean and variance (ε-DP in total)."""
 
 from __future__ import annotations
 
@@ -112,20 +112,20 @@ def normal_approximation_interval(
     alpha: float,
     epsilon: float,
     bounds,
-    epsilon_variance: float | None = None,
+    variance_share: float = 0.5,
     clip: bool = False,
     random_state: RandomState = None,
     ledger=None,
     dataset: str | None = None,
 ) -> ConfidenceInterval:
-    """Private normal-approximation interval for the mean (a baseline); ε + ε_var -DP.
+    """Private normal-approximation interval for the mean (a baseline); ε-DP in total.
 
-    ``ledger``/``dataset`` charge ``ε + ε_var`` before any noise is drawn (as in
+    ``ledger``/``dataset`` charge ``epsilon`` before any noise is drawn (as in
     :func:`private_confidence_interval`).
 
-    ``θ̃ = x̄ + Laplace(R/(n ε))``; ``σ̃² = s² + Laplace(R²/(n ε_var))`` (``ε_var`` defaults
-    to ``epsilon``: 2ε in total, like :func:`private_confidence_interval`); the interval is
-    ``θ̃ ± q`` with ``q`` the ``1 - α/2`` quantile of ``N(0, σ̃²/n) + Laplace(R/(n ε))``, the
+    With ``ε_var = variance_share * epsilon`` (default share 0.5) and ``ε_m`` the rest:
+    ``θ̃ = x̄ + Laplace(R/(n ε_m))``; ``σ̃² = s² + Laplace(R²/(n ε_var))``; the interval is
+    ``θ̃ ± q`` with ``q`` the ``1 - α/2`` quantile of ``N(0, σ̃²/n) + Laplace(R/(n ε_m))``, the
     law of ``θ̃ - θ`` under the normal approximation (the noise of ``θ̃`` is folded in
     exactly), intersected with ``[a, b]``.
 
@@ -136,27 +136,32 @@ def normal_approximation_interval(
     >>> ci = normal_approximation_interval(x, alpha=0.05, epsilon=1.0, bounds=(0, 1),
     ...                                    random_state=0)
     >>> ci.lower < ci.estimate < ci.upper, round(ci.width, 2), ci.privacy_report.epsilon
-    (True, 0.04, 2.0)
+    (True, 0.04, 1.0)
     """
     a = check_in_open_unit(alpha, "alpha")
-    e_mean = check_epsilon(epsilon)
-    e_var = (
-        e_mean if epsilon_variance is None else check_epsilon(epsilon_variance, "epsilon_variance")
-    )
+    eps = check_epsilon(epsilon)
+    share = check_in_open_unit(variance_share, "variance_share")
+    e_var, e_mean = share * eps, (1.0 - share) * eps
     data, _ = check_data(x, bounds, clip=clip)
     if data.size < 2:
         raise ValueError(f"x needs at least 2 values, got n={data.size}")
     bnds = check_bounds(bounds)
     rng = check_random_state(random_state)
     what = "normal_approximation_interval"
-    charge(ledger, dataset, e_mean + e_var, what=what, seeded=random_state is not None)
+    charge(ledger, dataset, eps, what=what, seeded=random_state is not None)
     lo, hi, est, ms, vs = _normal_batch(data[None, :], bnds, a, e_mean, e_var, rng)
     report = PrivacyReport(
         mechanism="normal approximation with Laplace mean and Laplace variance",
-        epsilon=e_mean + e_var,
+        epsilon=eps,
         relation=Relation.REPLACE_ONE,
         sensitivity="mean R/n; variance R^2/n",
-        details={"n": data.size, "mean_noise_scale": ms, "variance_noise_scale": vs},
+        details={
+            "n": data.size,
+            "epsilon_mean": e_mean,
+            "epsilon_variance": e_var,
+            "mean_noise_scale": ms,
+            "variance_noise_scale": vs,
+        },
         notes=("first-order accurate only: ignores skewness",),
         seeded=random_state is not None,
     )

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from scipy.special import ndtri
 
-from dpuq._validation import check_epsilon
+from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.inference._data import (
     Statistic,
     UninformativeIntervalWarning,
@@ -55,11 +55,17 @@ VAR_MARGIN = math.log(20.0)
 MEDIAN_SUBSET_BOOTSTRAP = True
 
 
-def _split_budget(epsilon, epsilon_estimate, epsilon_cdf) -> tuple[float, float]:
+#: Default share of ``epsilon`` spent on the point estimate (the rest goes to the bootstrap).
+ESTIMATE_SHARE = 0.5
+
+
+def _split_budget(epsilon, estimate_share) -> tuple[float, float]:
+    """``(ε_estimate, ε_cdf) = (share ε, (1 - share) ε)``: ``epsilon`` is the call's total."""
     eps = check_epsilon(epsilon)
-    e1 = eps if epsilon_estimate is None else check_epsilon(epsilon_estimate, "epsilon_estimate")
-    e2 = eps if epsilon_cdf is None else check_epsilon(epsilon_cdf, "epsilon_cdf")
-    return e1, e2
+    share = check_in_open_unit(estimate_share, "estimate_share")
+    return check_epsilon(share * eps, "estimate_share * epsilon"), check_epsilon(
+        (1.0 - share) * eps, "(1 - estimate_share) * epsilon"
+    )
 
 
 def _clip_interval(lo: float, hi: float, bounds) -> tuple[float, float]:

@@ -1,9 +1,12 @@
 """Private bootstrap confidence intervals, and the baselines they are compared with (SPEC D).
 
 :func:`private_confidence_interval` releases an interval for the mean, median or trimmed mean
-of data in a public interval ``[a, b]``, centred on a private estimate ``θ̃`` (ε) and shaped by
-a private bootstrap (ε): 2ε-DP in total by default (SPEC D), or the sum of
-``epsilon_estimate`` and ``epsilon_cdf`` when the caller splits the budget. Three methods:
+of data in a public interval ``[a, b]``, centred on a private estimate ``θ̃`` and shaped by
+a private bootstrap: ``epsilon`` is the **total** of the call, split as
+``estimate_share * epsilon`` for ``θ̃`` and the rest for the bootstrap (default share
+:data:`~dpuq.inference.interval_methods.ESTIMATE_SHARE` = 0.5; before 0.2.0 each part took the
+whole ``epsilon``, 2ε in total). A callable ``statistic`` (any estimator ``f(rows,
+sample_weight)``) is released by :mod:`dpuq.inference.general`. Three methods for the strings:
 
 ``"ensemble"`` (default)
     SPEC D's studentized ensemble, aggregated at the quantiles the interval needs. Each of
@@ -35,6 +38,7 @@ rests on (asymptotic, higher-order accurate for the studentized mean), not exact
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from dpuq._validation import check_candidates, check_grid_size, check_in_open_unit
 from dpuq.inference._data import (
@@ -49,6 +53,7 @@ from dpuq.inference.ensemble import _resolve_resamples
 from dpuq.inference.estimates import (
     DEFAULT_MEDIAN_CANDIDATES,
 )
+from dpuq.inference.general import ESTIMATE_SHARE, private_statistic_interval, weighted_quantile
 from dpuq.inference.interval_methods import (
     _ensemble_cdf_interval,
     _ensemble_interval,
@@ -79,14 +84,16 @@ def private_confidence_interval(
     *,
     alpha: float,
     epsilon: float,
-    bounds,
-    statistic: str = "mean",
+    bounds=None,
+    statistic: str | Callable = "mean",
+    statistic_bounds=None,
+    quantile: float | None = None,
+    vectorized: bool = False,
     trim: float = 0.1,
     method: str = "ensemble",
     n_subsets="auto",
     n_resamples="auto",
-    epsilon_estimate: float | None = None,
-    epsilon_cdf: float | None = None,
+    estimate_share: float | None = None,
     beta: float = 0.05,
     n_grid: int = 127,
     delta: float = 1e-6,
@@ -99,15 +106,17 @@ def private_confidence_interval(
 ) -> ConfidenceInterval:
     """A differentially private ``1 - alpha`` confidence interval for a statistic (SPEC D).
 
-    The interval is centred on a private estimate ``θ̃`` released with ``epsilon_estimate``
-    (default ``epsilon``) and shaped by a private bootstrap released with ``epsilon_cdf``
-    (default ``epsilon``): **2ε-DP in total** with the defaults (SPEC D), in general
-    ``epsilon_estimate + epsilon_cdf`` (δ = 0), under replace-one neighbours with ``n`` public.
-    See the module docstring for the three methods.
+    The interval is centred on a private estimate ``θ̃`` released with
+    ``estimate_share * epsilon`` and shaped by a private bootstrap released with the rest:
+    **ε-DP in total** (δ = 0), under replace-one neighbours with ``n`` public. See the module
+    docstring for the three methods. With a callable ``statistic`` (and ``statistic_bounds``
+    instead of ``bounds``) the call goes to
+    :func:`dpuq.inference.general.private_statistic_interval`.
 
     Parameters
     ----------
-    x : array-like of shape (n,), or a 1-d Dask array / Series
+    x : array-like of shape (n,) or (n, d), DataFrame, or a 1-d Dask array / Series
+        One row per person. (n, d) arrays and DataFrames are for a callable ``statistic``.
         Data inside ``bounds``. Dask input (statistic ``"mean"``, method ``"ensemble"``) is
         validated and summarised on the workers; the client receives the mean, the variance
         and the per-subset bootstrap moments, and the release equals the in-memory one for
@@ -115,19 +124,38 @@ def private_confidence_interval(
     alpha : float
         Miscoverage, in (0, 1).
     epsilon : float
-        ε of each of the two releases (estimate and bootstrap), > 0.
+        The total ε of the call, > 0 (``"naive"``: the nominal total; its report gives the
+        (ε', δ) it really has).
     bounds : (float, float)
-        Public interval containing every value, from public knowledge, never from the data.
-    statistic : {"mean", "median", "trimmed_mean"}
+        Public interval containing every value, from public knowledge, never from the data
+        (string statistics; a callable statistic takes ``statistic_bounds`` instead).
+    statistic : {"mean", "median", "trimmed_mean", "quantile"} or callable
+        A callable ``f(rows, sample_weight) -> float or 1-d array`` is any estimator in
+        scikit-learn's ``sample_weight`` convention (:mod:`dpuq.inference.general`: disjoint
+        subsets, BLB standard error, subsample-and-aggregate estimate); ``"quantile"`` is
+        that path with ``f`` the weighted ``quantile`` of ``x``.
+    statistic_bounds : (lo, hi), floats or 1-d arrays
+        Callable statistic: the **public** range of ``f``'s output (one pair per coordinate);
+        ``f`` is clamped to it, which is what bounds the sensitivity, so it must come from
+        public knowledge, never from the data.
+    quantile : float, optional
+        The level in (0, 1) for ``statistic="quantile"``.
+    vectorized : bool, default False
+        Callable statistic: ``f`` takes a ``(T, b)`` weight matrix and returns ``(T,)`` or
+        ``(T, p)`` values, one call per subset (fast).
     trim : float, default 0.1
         Proportion cut at each end for ``"trimmed_mean"``.
-    method : {"ensemble", "ensemble_cdf", "naive"}
+    method : {"ensemble", "ensemble_cdf", "naive"}, or for a callable statistic and
+        ``"quantile"`` {"ensemble", "subsampling"}
     n_subsets : "auto" or int
-        Subsets of the ensemble; auto ``floor(sqrt(n / epsilon_cdf))`` (SPEC D).
+        Subsets of the ensemble; auto ``floor(sqrt(n / ε_cdf))`` (SPEC D), with
+        ``ε_cdf = (1 - estimate_share) epsilon``.
     n_resamples : "auto" or int
-        Resamples per subset (auto 500); naive: auto ``floor(sqrt(n epsilon_cdf))``.
-    epsilon_estimate, epsilon_cdf : float, optional
-        Split the budget differently (each defaults to ``epsilon``).
+        Resamples per subset (auto 500); naive: auto ``floor(sqrt(n ε_cdf))``.
+    estimate_share : float, optional
+        Share of ``epsilon`` spent on the point estimate, in (0, 1); the bootstrap gets the
+        rest. Default 0.5 (string statistics) or
+        :data:`dpuq.inference.general.ESTIMATE_SHARE` (0.75, callable and quantile).
     beta : float, default 0.05
         ``"ensemble_cdf"`` only: failure probability of the uniform error bound.
     n_grid : int, default 127
@@ -146,12 +174,15 @@ def private_confidence_interval(
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         Charge the interval's total cost to ``dataset``'s budget before any noise is drawn
-        (``"ensemble_cdf"``: only ``epsilon_estimate`` when the data-free error bound shows that
-        the bootstrap cannot be informative), or refuse it (:class:`dpuq.BudgetExceededError`).
+        (``"ensemble_cdf"``: only ``estimate_share * epsilon`` when the data-free error bound
+        shows that the bootstrap cannot be informative), or refuse it
+        (:class:`dpuq.BudgetExceededError`).
 
     Returns
     -------
     ConfidenceInterval
+        A tuple of them, one per coordinate, for a callable statistic with array
+        ``statistic_bounds``.
 
     Raises
     ------
@@ -166,10 +197,22 @@ def private_confidence_interval(
     >>> ci = private_confidence_interval(x, alpha=0.05, epsilon=1.0, bounds=(0, 10),
     ...                                  random_state=1)
     >>> ci.lower < 5.0 < ci.upper, ci.privacy_report.epsilon
-    (True, 2.0)
+    (True, 1.0)
     """
+    if callable(statistic) or statistic == "quantile":
+        return _general(
+            x, statistic, statistic_bounds, bounds, quantile, vectorized, alpha, epsilon,
+            method, n_subsets, n_resamples, estimate_share, clip, random_state, ledger, dataset,
+        )  # fmt: skip
+    if statistic_bounds is not None or quantile is not None:
+        raise ValueError(
+            "statistic_bounds is for a callable statistic and quantile for "
+            "statistic='quantile'; a string statistic takes bounds"
+        )
+    if bounds is None:
+        raise TypeError("bounds is required for statistic=" + repr(statistic))
     a = check_in_open_unit(alpha, "alpha")
-    e_est, e_cdf = _split_budget(epsilon, epsilon_estimate, epsilon_cdf)
+    e_est, e_cdf = _split_budget(epsilon, 0.5 if estimate_share is None else estimate_share)
     stat = parse_statistic(statistic, trim)
     if is_dask_collection(x):  # validated and summarised chunk-wise (dpuq.scale.intervals)
         from dpuq.scale.intervals import dask_interval_data
@@ -233,3 +276,52 @@ def private_confidence_interval(
     return ConfidenceInterval(
         lower, upper, estimate, a, str(stat), method, informative, report, details
     )
+
+
+def _general(
+    x, statistic, statistic_bounds, bounds, quantile, vectorized, alpha, epsilon, method,
+    n_subsets, n_resamples, estimate_share, clip, random_state, ledger, dataset,
+):  # fmt: skip
+    """A callable statistic, or ``"quantile"`` (the weighted quantile through the same path)."""
+    if callable(statistic):
+        if bounds is not None or quantile is not None:
+            raise ValueError(
+                "a callable statistic takes statistic_bounds (the public range of its output), "
+                "not bounds or quantile"
+            )
+        if statistic_bounds is None:
+            raise TypeError("statistic_bounds is required for a callable statistic")
+        name, resample_size = getattr(statistic, "__name__", "statistic"), "subset"
+    else:
+        if statistic_bounds is not None:
+            raise ValueError("statistic='quantile' takes bounds, not statistic_bounds")
+        if quantile is None:
+            raise TypeError("quantile is required for statistic='quantile' (a level in (0, 1))")
+        if bounds is None:
+            raise TypeError("bounds is required for statistic='quantile'")
+        statistic = weighted_quantile(quantile)
+        name = f"quantile {float(quantile):g}"
+        x, _ = check_data(x, bounds, clip=clip)
+        statistic_bounds, vectorized, resample_size = check_bounds(bounds), True, "subset"
+    share = ESTIMATE_SHARE if estimate_share is None else estimate_share
+    seeded = random_state is not None
+    what = f"private_confidence_interval ({name}, {method})"
+    out = private_statistic_interval(
+        x,
+        statistic,
+        statistic_bounds=statistic_bounds,
+        alpha=alpha,
+        epsilon=epsilon,
+        method=method,
+        n_subsets=n_subsets,
+        n_resamples=n_resamples,
+        estimate_share=share,
+        vectorized=vectorized,
+        resample_size=resample_size,
+        name=name,
+        rng=check_random_state(random_state),
+        charge_cost=lambda eps: charge(ledger, dataset, eps, what=what, seeded=seeded),
+    )
+    if isinstance(out, tuple):
+        return tuple(mark_seeded(ci, random_state) for ci in out)
+    return mark_seeded(out, random_state)

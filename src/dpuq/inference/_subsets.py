@@ -1,0 +1,168 @@
+"""The subsets' summaries behind :mod:`dpuq.inference.general` (not a release, not private).
+
+Partition the rows into disjoint subsets, resample each by weights, call the user's
+``f(rows, sample_weight)`` on one subset at a time and clamp its output to the public bounds.
+The privacy argument that rests on this (one person changes one subset's summaries) is at the
+top of :mod:`dpuq.inference.general`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from dpuq._validation import check_in_open_unit, check_work
+from dpuq.scale.sources import is_dask_collection
+
+__all__ = ["ESTIMATION_ERRORS", "SubsetSummaries", "subset_summaries", "weighted_quantile"]
+
+#: Failures of ``f`` that count as "no estimate on this subset" (the centre of the bounds).
+ESTIMATION_ERRORS = (ValueError, ArithmeticError, np.linalg.LinAlgError)
+
+
+def _rows(x):
+    """``(n, take)``: the number of rows and a function returning the rows at given indices."""
+    if is_dask_collection(x):
+        raise TypeError("x is a Dask collection; a callable statistic runs in memory only")
+    if hasattr(x, "iloc") and hasattr(x, "columns"):  # a DataFrame: f gets DataFrame rows
+        return len(x), lambda idx: x.iloc[idx]
+    arr = np.asarray(x)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"x must be an (n,) or (n, d) array or a DataFrame, got {arr.ndim} dims")
+    return arr.shape[0], lambda idx: arr[idx]
+
+
+# --- the subsets' summaries (not private) -------------------------------------------------------
+
+
+class SubsetSummaries:
+    """Per-subset estimates ``theta`` and bootstrap standard deviations ``sd``, ``(s, p)``."""
+
+    def __init__(self, theta, sd, n, subset_size, n_resamples):
+        self.theta, self.sd = theta, sd
+        self.n, self.subset_size, self.n_resamples = n, subset_size, n_resamples
+
+    @property
+    def n_subsets(self) -> int:
+        return self.theta.shape[0]
+
+
+def _clean(values, lo, hi, shape) -> np.ndarray:
+    """f's output as ``shape``, non-finite values at the centre of the bounds, then clamped."""
+    v = np.asarray(values, dtype=float)
+    if v.size != math.prod(shape):
+        raise TypeError(
+            f"statistic returned {v.size} value(s) where statistic_bounds give {shape[-1]} "
+            f"per call ({math.prod(shape)} expected)"
+        )
+    v = v.reshape(shape)
+    v = np.where(np.isfinite(v), v, (lo + hi) / 2.0)
+    return np.clip(v, lo, hi)
+
+
+def _call(f, rows, weights, lo, hi, shape) -> np.ndarray:
+    try:
+        with warnings.catch_warnings():  # a warning from f would depend on the data
+            warnings.simplefilter("ignore")
+            out = f(rows, weights)
+    except ESTIMATION_ERRORS:
+        out = np.full(shape, np.nan)
+    return _clean(out, lo, hi, shape)
+
+
+def subset_summaries(
+    x,
+    statistic: Callable,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    *,
+    n_subsets: int,
+    n_resamples: int,
+    vectorized: bool,
+    rng: np.random.Generator,
+    resample_size: str = "subset",
+) -> SubsetSummaries:
+    """Partition, resample and summarise (step 1-2 of the module docstring; not a release).
+
+    Draws the permutation and then the weights from ``rng`` before touching the data, so two
+    neighbouring data sets with the same generator state see the same partition and weights.
+    """
+    n, take = _rows(x)
+    s, tt, p = n_subsets, n_resamples, lo.size
+    b = n // s
+    check_work(
+        s * tt * b,
+        f"n_subsets x n_resamples x subset size = {s:,} x {tt:,} x {b:,}",
+        "use fewer resamples (n_resamples)",
+    )
+    parts = rng.permutation(n)[: s * b].reshape(s, b)
+    if resample_size == "n":  # the bag of little bootstraps
+        weights = rng.multinomial(n, np.full(b, 1.0 / b), size=(s, tt)).astype(float)
+    else:  # each subset's own bootstrap (resamples of size b), every row counted n/b times
+        weights = rng.multinomial(b, np.full(b, 1.0 / b), size=(s, tt)) * (n / b)
+    uniform = np.full(b, n / b)
+    theta = np.empty((s, p))
+    star = np.empty((s, tt, p))
+    for k in range(s):  # one subset at a time: f sees only its rows
+        rows = take(parts[k])
+        if vectorized:
+            both = _call(statistic, rows, np.vstack([uniform, weights[k]]), lo, hi, (tt + 1, p))
+            theta[k], star[k] = both[0], both[1:]
+        else:
+            theta[k] = _call(statistic, rows, uniform, lo, hi, (p,))
+            star[k] = [_call(statistic, rows, w, lo, hi, (p,)) for w in weights[k]]
+    floor = (hi - lo) * 1e-9
+    if tt > 1:  # sd_b: see step 2 of the module docstring
+        factor = math.sqrt(n / b) if resample_size == "n" else math.sqrt(b / (b - 1))
+        sd = np.maximum(star.std(axis=1, ddof=1) * factor, floor)
+    else:
+        sd = np.broadcast_to(floor, (s, p))
+    return SubsetSummaries(theta, sd, n, b, tt)
+
+
+def weighted_quantile(q: float) -> Callable:
+    """A vectorised ``f(rows, W)``: the ``q`` quantile of the first column under weights ``W``.
+
+    Hazen's rule with weights: a row of weight ``w_i`` sits at cumulative probability
+    ``(W_<i + w_i/2)/W_total`` and the quantile interpolates linearly between the rows
+    with positive weight on either side of ``q`` (the end rows below the first and above the
+    last). Its bias is far below the inverse CDF's ``O(1/b)`` on small subsets. ``W`` is
+    ``(b,)`` or ``(T, b)``.
+
+    Examples
+    --------
+    >>> f = weighted_quantile(0.5)
+    >>> float(f(np.array([3.0, 1.0, 2.0]), np.ones(3)))
+    2.0
+    >>> f(np.array([3.0, 1.0, 2.0]), np.array([[1, 0, 0], [0, 5, 1]])).round(4).tolist()
+    [3.0, 1.1667]
+    """
+    q = check_in_open_unit(q, "quantile")
+
+    def f(rows, sample_weight):
+        v = np.asarray(rows, dtype=float)
+        v = v[:, 0] if v.ndim == 2 else v
+        order = np.argsort(v, kind="stable")
+        v = v[order]
+        w = np.atleast_2d(np.asarray(sample_weight, dtype=float))[:, order]
+        cum = np.cumsum(w, axis=1)
+        pos = (cum - w / 2.0) / cum[:, -1:]
+        idx = np.arange(v.size)
+        live = w > 0
+        below = np.where(live & (pos <= q), idx, -1).max(axis=1)
+        above = np.where(live & (pos > q), idx, v.size).min(axis=1)
+        lo_i, hi_i = np.maximum(below, 0), np.minimum(above, v.size - 1)
+        rows_t = np.arange(w.shape[0])
+        p_lo, p_hi = pos[rows_t, lo_i], pos[rows_t, hi_i]
+        frac = np.where(p_hi > p_lo, (q - p_lo) / np.where(p_hi > p_lo, p_hi - p_lo, 1.0), 0.0)
+        out = np.where(
+            below < 0,
+            v[hi_i],
+            np.where(above >= v.size, v[lo_i], v[lo_i] + frac * (v[hi_i] - v[lo_i])),
+        )
+        return out if np.ndim(sample_weight) == 2 else out[0]
+
+    return f

@@ -1,0 +1,428 @@
+"""Private confidence intervals for any statistic ``f(rows, sample_weight)`` (privacy-critical).
+
+:func:`private_statistic_interval` (reached through
+:func:`dpuq.private_confidence_interval` with a callable ``statistic``) releases an interval
+for the value of the user's own estimator: a regression coefficient, an odds ratio, an AUC, a
+quantile. ``f`` follows scikit-learn's ``sample_weight`` convention, so a bootstrap resample
+is a vector of multinomial weights over a subset's rows, never a copy of them.
+
+The method (``method="ensemble"``, the default): SPEC D's ensemble of subset bootstraps
+with a subsample-and-aggregate point estimate.
+
+1. A uniformly random partition of the ``n`` rows into ``s`` disjoint subsets of
+   ``b = floor(n/s)`` rows (the ``n - s b`` left over are not used) and, per subset, ``T``
+   weight vectors, all drawn from the generator before, and independently of, the data:
+   ``W = (n/b) Multinomial(b, (1/b, ..., 1/b))`` (``resample_size="subset"``, each subset's
+   own bootstrap, the default) or ``W ~ Multinomial(n, (1/b, ..., 1/b))``
+   (``resample_size="n"``, the bag of little bootstraps).
+2. Per subset ``k``: ``θ_k = clamp(f(X_k, n/b))`` (every row weighted ``n/b``, so every call
+   sees total weight ``n``, as the full data would: a penalised fit is penalised as on the
+   full data) and the standard deviation ``sd_k`` of the ``T`` values ``clamp(f(X_k, W_t))``,
+   which estimates the spread ``sd_b`` of one subset's estimate: BLB, ``sd_k sqrt(n/b)``
+   (``sd_k`` estimates the standard error at size ``n``); subset bootstrap,
+   ``sd_k sqrt(b/(b-1))``. (Resamples of size ``n`` from ``b`` rows make a quantile's
+   bootstrap law a lattice of the ``b`` values, whose spread says nothing about the sampling
+   spread; resamples of size ``b`` are valid for quantiles too, as
+   :mod:`dpuq.inference.interval_methods` does for the median. And the point estimate is
+   the mean of ``s`` subset estimates, whose variance is ``sd_b²/s`` exactly: the subset
+   bootstrap targets ``sd_b`` itself, the BLB the standard error at size ``n``, which is
+   smaller than ``sd_b/sqrt(s)`` at small ``b`` for ratio-type estimators; in simulations of
+   an OLS slope with heteroscedastic errors (n = 5000, ε = 1, s = 200) the BLB's standard
+   error was 21 % short.) ``clamp`` is the projection on the
+   public ``statistic_bounds``; a call that
+   fails (``ValueError``, ``ArithmeticError``, ``LinAlgError``) or returns a non-finite value
+   counts as the centre of the bounds. Warnings raised inside ``f`` are silenced.
+3. Released, per coordinate (each a private location over public candidates, then a mean
+   clamped to a window around it, :func:`dpuq.inference.aggregation.private_clamped_mean`):
+   the spread ``sd_b = exp(mean log sd_k)`` and then the estimate ``θ̃`` (mean of the
+   ``θ_k`` in ``m ± κ sd_b``). The location ``m`` is the exponential mechanism's choice of
+   the candidate whose window (``± log(2)/2`` for ``log sd``, ``± 1.5 sd_b`` for ``θ``) holds
+   the most subset values (:func:`~dpuq.inference.aggregation.window_count_utilities`): a
+   candidate far from the values scores 0 against about ``s``, twice the gap of a median's
+   utility, which keeps a far-off location rare at ``s ε`` of a few tens.
+4. The interval ``θ̃ ± q``, ``q`` the ``1 - α/2`` quantile of ``N(0, sd_b²/s)`` plus the
+   Laplace noise of ``θ̃`` (folded in exactly), intersected with ``statistic_bounds``.
+
+**Privacy** (replace-one, ``n`` public; ε-DP, δ = 0). Given the data-independent partition
+and weights, ``(θ_k, sd_k)`` is a function of subset ``k``'s rows only: ``f`` is called on
+those rows alone. Replacing one person changes one subset, hence at most one of the ``s``
+pairs, arbitrarily. The locations' utilities (counts of values in a window whose width is
+public or released before; for ``method="subsampling"``, rank counts) then move by at most 1
+(exponential mechanism, sensitivity 1); a mean of ``s`` values clamped to a window of
+half-width ``w`` fixed by earlier releases moves by at most ``2w/s`` (Laplace
+``2w/(s ε_part)``). The windows of the estimate and its candidates are functions of the
+released ``sd_b`` only (post-processing). Four releases per coordinate compose sequentially;
+a vector ``f`` with ``p`` coordinates gives each coordinate ``ε/p`` (basic composition). All
+noise comes from :mod:`dpuq.mechanisms`. ``f`` must use nothing but its arguments (no state
+carried between calls), and its output range must be **public**: the clamps are what bound
+the sensitivity, and bounds read off the data would leak it.
+
+**Too few subsets** for the budget: a location can only be trusted when ``s ε_location``
+is a few tens. :func:`location_failure_bound` bounds the probability that a location misses
+the values from public quantities only; above :data:`LOCATION_BETA` (0.05) the release is the
+whole of ``statistic_bounds`` (``informative=False``, an :class:`UninformativeIntervalWarning`
+whose presence depends on ``n``, ε, ``s`` and released values only), and when that is known
+before the data are touched (the spread's location) nothing is spent and the report says
+ε = 0.
+
+**Coverage** is asymptotic, not exact: it holds as ``n`` grows for statistics that are
+asymptotically normal at rate ``sqrt(n)`` (smooth functionals, M-estimators, quantiles of
+continuous laws, U-statistics such as the AUC), and the subset estimates' bias must be small
+against the standard error (``O(1/b)``: choose unbiased or nearly unbiased estimators; an
+unpenalised fit rather than a shrunken one). ``docs/general_intervals.md`` shows it on
+simulated samples.
+
+``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the
+amplification by overlapping subsamples): three exponential-mechanism quantiles of the same
+``θ_k`` (``α/2``, ``1/2``, ``1 - α/2``) and the subsampling interval
+``m - sqrt(b/n) (q_hi - m), m - sqrt(b/n) (q_lo - m)``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from numbers import Integral, Real
+
+import numpy as np
+
+from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq.inference._data import UninformativeIntervalWarning
+from dpuq.inference._subsets import (
+    SubsetSummaries,
+    _rows,
+    subset_summaries,
+    weighted_quantile,
+)
+from dpuq.inference.aggregation import (
+    median_utilities,
+    private_clamped_mean,
+    window_count_utilities,
+)
+from dpuq.inference.confidence_interval import ConfidenceInterval
+from dpuq.inference.ensemble import _resolve_resamples
+from dpuq.inference.normal_laplace import normal_laplace_quantile
+from dpuq.mechanisms.exponential import exponential_mechanism
+from dpuq.report import PrivacyReport, Relation
+
+__all__ = [
+    "DEFAULT_GENERAL_RESAMPLES",
+    "ESTIMATE_SHARE",
+    "LOCATION_BETA",
+    "SubsetSummaries",
+    "location_failure_bound",
+    "private_statistic_interval",
+    "resolve_general_subsets",
+    "subset_summaries",
+    "weighted_quantile",
+]
+
+#: Bootstrap resamples per subset (the spread is averaged over the ``s`` subsets).
+DEFAULT_GENERAL_RESAMPLES = 50
+#: Share of each coordinate's ε spent on the point estimate; the rest on the standard error.
+ESTIMATE_SHARE = 0.7
+#: Share of each part spent on its private median (the rest on the clamped mean).
+MEDIAN_SHARE = {"estimate": 0.35, "se": 0.5}
+#: Half-width of the estimate's clamping window, in units of one subset's spread ``sd_b``.
+KAPPA = 3.0
+#: Half-width of the locating window of the estimate, in units of ``sd_b``.
+LOCATE_HALF_WIDTH = 1.5
+#: Half-width of the clamping window of ``log sd_k`` (a factor 2 either side).
+LOG_SD_HALF_WIDTH = math.log(2.0)
+#: Candidates of the ``log sd`` median: step and span below the bounds' width.
+LOG_SD_STEP, LOG_SD_SPAN = 0.25, math.log(1e6)
+#: Most candidates of the estimate's private median (its step is ``sd_b / 2`` otherwise).
+MAX_CANDIDATES = 10_001
+#: Largest data-free bound on the probability that a private location misses the values
+#: (:func:`location_failure_bound`) at which an interval is still released.
+LOCATION_BETA = 0.05
+#: Smallest subset the automatic number of subsets allows.
+MIN_AUTO_SUBSET = 20
+
+
+# --- inputs -------------------------------------------------------------------------------------
+
+
+def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(lo, hi, scalar)``: public bounds of f's output, arrays of shape ``(p,)``."""
+    try:
+        lo, hi = statistic_bounds
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"statistic_bounds must be a pair (lower, upper), got {statistic_bounds!r}"
+        ) from None
+    scalar = all(isinstance(v, Real | np.floating | np.integer) for v in (lo, hi))
+    try:
+        lo_a = np.atleast_1d(np.asarray(lo, dtype=float))
+        hi_a = np.atleast_1d(np.asarray(hi, dtype=float))
+    except (TypeError, ValueError):
+        raise TypeError("statistic_bounds must hold numbers or 1-d arrays of numbers") from None
+    if lo_a.ndim != 1 or lo_a.shape != hi_a.shape or lo_a.size == 0:
+        raise ValueError("statistic_bounds must be two numbers or two 1-d arrays of one length")
+    if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
+        raise ValueError("statistic_bounds must be finite")
+    if not np.all(lo_a < hi_a):
+        raise ValueError("statistic_bounds must satisfy lower < upper in every coordinate")
+    return lo_a, hi_a, scalar
+
+
+def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) -> float:
+    """Bound on the probability that a private location lands on a candidate whose window
+    holds none of the ``s`` values, when some window holds half of them: ``G exp(-ε s / 4)``.
+
+    The exponential mechanism (sensitivity 1) weighs a candidate by ``exp(ε u / 2)``; the
+    location the values cluster at has ``u >= s/2`` when at least half of them lie in its
+    window, and each of the ``G`` candidates with ``u = 0`` then has probability at most
+    ``exp(-ε s / 4)``. A function of public quantities only (``G``, ε, ``s``).
+
+    Examples
+    --------
+    >>> round(location_failure_bound(56, 0.15, 200), 4)
+    0.031
+    """
+    return float(n_candidates * math.exp(-epsilon * n_subsets / 4.0))
+
+
+def _log_sd_grid(lo: float, hi: float) -> np.ndarray:
+    top = math.log(hi - lo)
+    return np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
+
+
+def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
+    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(200/ε))``, at most ``n // 20`` (at least 1).
+
+    The estimate's noise against its standard error is about ``7/(ε sqrt(s))`` and each
+    private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
+    at least 20 rows keep the subset estimates' bias small. Data-independent.
+    """
+    if isinstance(n_subsets, str):
+        if n_subsets != "auto":
+            raise ValueError(f"n_subsets must be 'auto' or an integer >= 1, got {n_subsets!r}")
+        s = max(math.floor(math.sqrt(n / epsilon)), math.ceil(200.0 / epsilon))
+        s = max(1, min(s, n // MIN_AUTO_SUBSET))
+    elif isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
+        raise TypeError(f"n_subsets must be 'auto' or an integer, got {n_subsets!r}")
+    else:
+        s = int(n_subsets)
+        if s < 1:
+            raise ValueError(f"n_subsets must be an integer >= 1, got {s}")
+    if n < 2 * s:
+        raise ValueError(
+            f"n_subsets={s} needs n >= {2 * s} rows (2 per subset); x has n={n}. Use fewer "
+            "subsets or more data"
+        )
+    return s
+
+
+# --- the releases -------------------------------------------------------------------------------
+
+
+def _em_value(values, candidates, epsilon, rng, half_width=None) -> float:
+    """Exponential mechanism over ``candidates`` (sensitivity 1): the median of ``values``, or
+    with ``half_width`` the candidate whose window ``c ± half_width`` holds the most values."""
+    if half_width is None:
+        u = median_utilities(values, candidates)
+    else:
+        u = window_count_utilities(values, candidates, half_width)
+    return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
+                                                  random_state=rng)])  # fmt: skip
+
+
+def _em_quantile(values, candidates, level, epsilon, rng) -> float:
+    """Exponential-mechanism ``level`` quantile: utility ``-|#{v < c} - level s|``, sens. 1."""
+    v = np.sort(values)
+    below = np.searchsorted(v, candidates, side="left")
+    above = v.size - np.searchsorted(v, candidates, side="right")
+    target = level * v.size
+    u = -np.maximum(np.maximum(below - target, target - (v.size - above)), 0.0)
+    return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
+                                                  random_state=rng)])  # fmt: skip
+
+
+def _release_se(log_sd, lo, hi, eps, rng) -> tuple[float, float]:
+    """Private ``log se``: median over a public log grid, then the clamped mean. ``(value, λ)``."""
+    grid = _log_sd_grid(lo, hi)
+    e_med = MEDIAN_SHARE["se"] * eps
+    m = _em_value(log_sd, grid, e_med, rng, half_width=LOG_SD_HALF_WIDTH / 2.0)
+    cm = private_clamped_mean(
+        log_sd, epsilon=eps - e_med, half_width=LOG_SD_HALF_WIDTH, center=m, rng=rng
+    )
+    return cm.value, cm.noise_scale
+
+
+def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dict:
+    s = theta.size
+    e_est = share * eps
+    log_sd_b, se_scale = _release_se(np.log(sd), lo, hi, eps - e_est, rng)
+    sd_b = math.exp(log_sd_b)  # spread of one subset's estimate
+    step = max(sd_b / 2.0, (hi - lo) / (MAX_CANDIDATES - 1))
+    cand = np.append(lo + step * np.arange(math.floor((hi - lo) / step) + 1), hi)
+    e_med = MEDIAN_SHARE["estimate"] * e_est
+    bound = location_failure_bound(cand.size, e_med, s)
+    if bound > LOCATION_BETA:  # a function of the released sd_b: the trivial answer, said so
+        return _trivial(lo, hi, f"the estimate's location may miss (bound {bound:.2g})")
+    m = _em_value(theta, cand, e_med, rng, half_width=LOCATE_HALF_WIDTH * sd_b)
+    w = KAPPA * sd_b + step
+    cm = private_clamped_mean(theta, epsilon=e_est - e_med, half_width=w, center=m, rng=rng)
+    value = min(max(cm.value, lo), hi)
+    sigma = sd_b / math.sqrt(s)
+    half = normal_laplace_quantile(1.0 - alpha / 2.0, sigma, cm.noise_scale)
+    return {
+        "lower": max(value - half, lo),
+        "upper": min(value + half, hi),
+        "estimate": value,
+        "standard_error": sigma,
+        "estimate_noise_scale": cm.noise_scale,
+        "log_se_noise_scale": se_scale,
+        "released_median": m,
+        "window_half_width": w,
+    }
+
+
+def _trivial(lo: float, hi: float, why: str) -> dict:
+    reason = (
+        f"{why} > {LOCATION_BETA:g} at this n, epsilon and number of subsets: the release is "
+        "the whole of statistic_bounds; use more data, a larger epsilon or one coordinate"
+    )
+    warnings.warn(f"uninformative interval: {reason}", UninformativeIntervalWarning, stacklevel=4)
+    return {"lower": lo, "upper": hi, "estimate": (lo + hi) / 2.0, "informative": False,
+            "reason": reason}  # fmt: skip
+
+
+def _subsampling_coordinate(theta, lo, hi, n, b, alpha, eps, rng) -> dict:
+    cand = np.linspace(lo, hi, MAX_CANDIDATES)
+    q_lo, m, q_hi = (_em_quantile(theta, cand, lv, eps / 3.0, rng)
+                     for lv in (alpha / 2.0, 0.5, 1.0 - alpha / 2.0))  # fmt: skip
+    r = math.sqrt(b / n)
+    return {
+        "lower": max(min(m - r * (q_hi - m), m), lo),
+        "upper": min(max(m - r * (q_lo - m), m), hi),
+        "estimate": m,
+        "subset_quantiles": (q_lo, q_hi),
+    }
+
+
+def private_statistic_interval(
+    x,
+    statistic: Callable,
+    *,
+    statistic_bounds,
+    alpha: float,
+    epsilon: float,
+    method: str = "ensemble",
+    n_subsets="auto",
+    n_resamples="auto",
+    estimate_share: float = ESTIMATE_SHARE,
+    vectorized: bool = False,
+    resample_size: str = "subset",
+    name: str | None = None,
+    rng: np.random.Generator,
+    charge_cost: Callable[[float], None] = lambda eps: None,
+) -> ConfidenceInterval | tuple[ConfidenceInterval, ...]:
+    """The interval of the module docstring (called by :func:`dpuq.private_confidence_interval`).
+
+    ``charge_cost(epsilon)`` runs after every setting is validated and before any noise or
+    any call of ``statistic``. Returns one :class:`ConfidenceInterval` for scalar
+    ``statistic_bounds``, else a tuple with one per coordinate, each carrying the call's
+    privacy report (its ε is the call's total).
+    """
+    if not callable(statistic):
+        raise TypeError("statistic must be callable: f(rows, sample_weight) -> float or array")
+    if not isinstance(vectorized, bool | np.bool_):
+        raise TypeError(f"vectorized must be True or False, got {vectorized!r}")
+    if resample_size not in ("n", "subset"):
+        raise ValueError(f"resample_size must be 'n' or 'subset', got {resample_size!r}")
+    if method not in ("ensemble", "subsampling"):
+        raise ValueError(
+            f"method must be 'ensemble' or 'subsampling' for a callable statistic, got {method!r}"
+        )
+    a = check_in_open_unit(alpha, "alpha")
+    eps = check_epsilon(epsilon)
+    share = check_in_open_unit(estimate_share, "estimate_share")
+    lo, hi, scalar = _check_statistic_bounds(statistic_bounds)
+    n, _ = _rows(x)
+    s = resolve_general_subsets(n_subsets, n, eps / lo.size)  # each coordinate's share
+    tt = _resolve_resamples(n_resamples, DEFAULT_GENERAL_RESAMPLES)
+    if method == "ensemble" and tt < 2:
+        raise ValueError("n_resamples must be >= 2 for method='ensemble' (a standard deviation)")
+    p = lo.size
+    if method == "ensemble":  # data-free: can the spread's location be trusted at all?
+        e_loc = (1.0 - share) * MEDIAN_SHARE["se"] * eps / p
+        bound = location_failure_bound(_log_sd_grid(0.0, 1.0).size, e_loc, s)
+    else:
+        bound = location_failure_bound(MAX_CANDIDATES, eps / (3 * p), s)
+    if bound > LOCATION_BETA:  # nothing is computed from the data: nothing is spent
+        rows = [_trivial(lo[j], hi[j], f"the spread's location may miss (bound {bound:.2g})")
+                for j in range(p)]  # fmt: skip
+        return _finish(rows, statistic, name, method, a, scalar, _report(
+            0.0, method, n, s, tt, p, share, (n // s) if method == "ensemble" else 0, n // s,
+            "nothing was computed from the data (the data-free bound above); cost 0"))  # fmt: skip
+    charge_cost(eps)
+    summ = subset_summaries(
+        x,
+        statistic,
+        lo,
+        hi,
+        n_subsets=s,
+        n_resamples=tt if method == "ensemble" else 1,
+        vectorized=vectorized,
+        rng=rng,
+        resample_size=resample_size,
+    )
+    b, e_coord = summ.subset_size, eps / p
+    rows = []
+    for j in range(p):  # coordinates (a handful): each gets eps / p
+        if method == "ensemble":
+            rows.append(
+                _ensemble_coordinate(
+                    summ.theta[:, j], summ.sd[:, j], lo[j], hi[j], n, b, a, e_coord, share, rng
+                )
+            )
+        else:
+            rows.append(_subsampling_coordinate(summ.theta[:, j], lo[j], hi[j], n, b, a,
+                                                e_coord, rng))  # fmt: skip
+    rs = summ.subset_size if resample_size == "subset" else n
+    report = _report(eps, method, n, s, tt, p, share, rs, b, None)
+    return _finish(rows, statistic, name, method, a, scalar, report)
+
+
+def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyReport:
+    return PrivacyReport(
+        mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "
+        + ("bootstrap spread, " if method == "ensemble" else "")
+        + "exponential-mechanism locations and clamped means)",
+        epsilon=eps,
+        relation=Relation.REPLACE_ONE,
+        sensitivity="per coordinate: location utilities 1; clamped means 2 w/s (one person in "
+        f"one of s = {s} subsets; f's output clamped to the public statistic_bounds)",
+        details={
+            "n": n,
+            "n_subsets": s,
+            "subset_size": b,
+            "unused_rows": n - s * b,
+            "n_resamples": tt if method == "ensemble" else 0,
+            "resample_size": resample_size if method == "ensemble" else 0,
+            "coordinates": p,
+            "epsilon_per_coordinate": eps / p,
+            "estimate_share": share if method == "ensemble" else None,
+        },
+        notes=(
+            "coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",
+            f"each of the {p} coordinate(s) gets epsilon/{p}; intervals are marginal (pass "
+            "alpha/p for simultaneous coverage by Bonferroni)",
+        )
+        + ((note,) if note else ()),
+    )
+
+
+def _finish(rows, statistic, name, method, alpha, scalar, report):
+    label = name or getattr(statistic, "__name__", "statistic")
+    out = []
+    for j, r in enumerate(rows):
+        lower, upper, est = (float(r.pop(k)) for k in ("lower", "upper", "estimate"))
+        informative = bool(r.pop("informative", True))
+        stat = label if len(rows) == 1 else f"{label}[{j}]"
+        ci = ConfidenceInterval(lower, upper, est, alpha, stat, method, informative, report, r)
+        out.append(ci)
+    return out[0] if scalar else tuple(out)

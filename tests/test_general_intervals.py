@@ -1,0 +1,379 @@
+"""Private intervals for a user's statistic ``f(rows, sample_weight)`` and ``dpuq interval``.
+
+Privacy is checked exactly on a small case by enumerating neighbours: the subsets' summaries
+change in at most one subset, the exponential-mechanism laws on them differ by at most their
+ε, and the clamped means move by at most ``2w/s``. Coverage is checked over seeded simulated
+samples with a stated margin, with a negative control that must fail.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import dpuq
+from cli_helpers import run_cli
+from dpuq.inference.aggregation import median_utilities, window_count_utilities
+from dpuq.inference.general import (
+    _check_statistic_bounds,
+    resolve_general_subsets,
+    subset_summaries,
+    weighted_quantile,
+)
+from dpuq.ledger import BudgetExceededError, Ledger
+from dpuq.mechanisms.exponential import exponential_mechanism_log_probabilities
+
+
+def wmean(rows, sample_weight):
+    """Vectorised weighted mean of the first column: (b,) or (T, b) weights."""
+    v = np.asarray(rows, dtype=float)
+    v = v[:, 0] if v.ndim == 2 else v
+    w = np.atleast_2d(sample_weight)
+    out = (w @ v) / w.sum(axis=1)
+    return out if np.ndim(sample_weight) == 2 else out[0]
+
+
+def ols(rows, sample_weight):
+    """Weighted least squares of column 1 on column 0: (intercept, slope)."""
+    x, y = rows[:, 0], rows[:, 1]
+    w = np.asarray(sample_weight, dtype=float)
+    sw = w.sum()
+    mx, my = w @ x / sw, w @ y / sw
+    slope = (w * (x - mx)) @ (y - my) / ((w * (x - mx)) @ (x - mx))
+    return np.array([my - slope * mx, slope])
+
+
+# --- privacy: exact checks on a small case ------------------------------------------------------
+
+
+def _summaries(x, seed, **kw):
+    lo, hi, _ = _check_statistic_bounds((0.0, 1.0))
+    kw = {"n_subsets": 3, "n_resamples": 4, "vectorized": True, **kw}
+    return subset_summaries(x, wmean, lo, hi, rng=np.random.default_rng(seed), **kw)
+
+
+@pytest.mark.parametrize("resample_size", ["subset", "n"])
+def test_one_person_changes_one_subset_only(resample_size):
+    x = np.linspace(0.05, 0.95, 12)
+    ref = _summaries(x, 7, resample_size=resample_size)
+    for i in range(x.size):
+        for value in (-1e6, 0.0, 0.5, 1.0, 1e6, np.nan):
+            y = x.copy()
+            y[i] = value
+            got = _summaries(y, 7, resample_size=resample_size)
+            changed = np.any(got.theta != ref.theta, axis=1) | np.any(got.sd != ref.sd, axis=1)
+            assert changed.sum() <= 1
+            assert np.all((got.theta >= 0) & (got.theta <= 1))  # clamped to the bounds
+
+
+def _neighbours(values, extremes):
+    for k in range(values.size):
+        for v in extremes:
+            out = values.copy()
+            out[k] = v
+            yield out
+
+
+@pytest.mark.parametrize(
+    "utility",
+    [median_utilities, lambda v, c: window_count_utilities(v, c, 0.06)],
+    ids=["median", "window count"],
+)
+def test_location_laws_of_neighbours_differ_by_at_most_epsilon(utility):
+    theta = np.array([0.2, 0.25, 0.3, 0.31, 0.5])
+    cand = np.linspace(0.0, 1.0, 21)
+    eps = 0.7
+    ref = exponential_mechanism_log_probabilities(
+        utility(theta, cand), epsilon=eps, sensitivity=1.0
+    )
+    worst = 0.0
+    for nb in _neighbours(theta, (0.0, 0.27, 1.0)):
+        lp = exponential_mechanism_log_probabilities(
+            utility(nb, cand), epsilon=eps, sensitivity=1.0
+        )
+        worst = max(worst, float(np.max(np.abs(lp - ref))))
+    assert worst <= eps + 1e-12
+    assert worst > 0.5 * eps  # the bound is nearly attained: the check can fail
+
+
+def test_clamped_means_of_neighbours_move_by_at_most_2w_over_s():
+    theta = np.array([0.2, 0.25, 0.3, 0.31, 0.5])
+    m, w = 0.3, 0.1
+    ref = np.clip(theta, m - w, m + w).mean()
+    moves = [abs(np.clip(nb, m - w, m + w).mean() - ref) for nb in _neighbours(theta, (0, 1))]
+    assert max(moves) <= 2 * w / theta.size + 1e-15
+    assert max(moves) == pytest.approx(2 * w / theta.size)  # attained: the check can fail
+
+
+def test_the_release_charges_and_reports_the_total_epsilon(tmp_path):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=1.5)
+    x = np.random.default_rng(0).uniform(size=5000)
+    ci = dpuq.private_confidence_interval(
+        x, statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=1.0,
+        vectorized=True, random_state=0, ledger=led, dataset="d",
+    )  # fmt: skip
+    assert ci.privacy_report.epsilon == 1.0 == led.status("d").spent_epsilon
+    with pytest.raises(ValueError, match="method"):  # a settings error costs nothing
+        dpuq.private_confidence_interval(
+            x, statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=0.5,
+            method="naive", ledger=led, dataset="d",
+        )  # fmt: skip
+    assert led.status("d").spent_epsilon == 1.0
+    with pytest.raises(BudgetExceededError):
+        dpuq.private_confidence_interval(
+            x, statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=1.0,
+            vectorized=True, ledger=led, dataset="d",
+        )  # fmt: skip
+    # too few subsets for the locations at this n and epsilon (a data-free bound): the whole
+    # of statistic_bounds, said so, and nothing is spent
+    with pytest.warns(dpuq.UninformativeIntervalWarning, match="location may miss"):
+        ci = dpuq.private_confidence_interval(
+            x[:1000], statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=0.5,
+            vectorized=True, ledger=led, dataset="d",
+        )  # fmt: skip
+    assert ci.interval == (0.0, 1.0) and not ci.informative and ci.privacy_report.epsilon == 0
+    assert led.status("d").spent_epsilon == 1.0
+
+
+# --- behaviour ---------------------------------------------------------------------------------
+
+
+def test_vector_statistic_gives_one_interval_per_coordinate_with_split_budget():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=4000)
+    rows = np.column_stack([x, 1.0 + 2.0 * x + rng.normal(size=x.size)])
+    cis = dpuq.private_confidence_interval(
+        rows, statistic=ols, statistic_bounds=([-5, -5], [5, 5]), alpha=0.1, epsilon=4.0,
+        n_subsets=200, n_resamples=20, random_state=2,
+    )  # fmt: skip
+    assert len(cis) == 2
+    assert cis[0].statistic == "ols[0]" and cis[1].statistic == "ols[1]"
+    assert all(ci.privacy_report.epsilon == 4.0 for ci in cis)
+    assert cis[0].privacy_report.details["epsilon_per_coordinate"] == 2.0
+    assert abs(cis[1].estimate - 2.0) < 0.15 and abs(cis[0].estimate - 1.0) < 0.15
+
+
+def test_failures_and_warnings_of_f_are_not_observable():
+    rows = np.random.default_rng(3).uniform(size=(1000, 1))
+
+    def touchy(r, w):
+        warnings.warn("data-dependent text", UserWarning, stacklevel=1)
+        if r[0, 0] > 0.9:
+            raise ValueError("one class only")
+        return float(np.average(r[:, 0], weights=w))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ci = dpuq.private_confidence_interval(
+            rows, statistic=touchy, statistic_bounds=(0, 1), alpha=0.1, epsilon=2.0,
+            n_subsets=250, n_resamples=5, random_state=0,
+        )  # fmt: skip
+    assert 0 <= ci.lower <= ci.upper <= 1
+
+
+def test_dataframe_rows_reach_f_as_dataframes():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": np.random.default_rng(4).uniform(size=600)})
+    seen = set()
+
+    def f(rows, sample_weight):
+        seen.add(type(rows).__name__)
+        return float(np.average(rows["a"], weights=sample_weight))
+
+    dpuq.private_confidence_interval(
+        df, statistic=f, statistic_bounds=(0, 1), alpha=0.1, epsilon=3.0, n_subsets=150,
+        n_resamples=3, random_state=0,
+    )  # fmt: skip
+    assert seen == {"DataFrame"}
+
+
+def test_subsampling_method_runs_and_is_labelled():
+    x = np.random.default_rng(5).uniform(size=3000)
+    ci = dpuq.private_confidence_interval(
+        x, statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=2.0,
+        method="subsampling", vectorized=True, random_state=0,
+    )  # fmt: skip
+    assert ci.method == "subsampling" and ci.lower <= ci.estimate <= ci.upper
+
+
+def test_weighted_quantile_matches_numpy_hazen_and_is_vectorised():
+    x = np.random.default_rng(6).normal(size=51)
+    f = weighted_quantile(0.9)
+    assert f(x, np.ones(51)) == pytest.approx(np.quantile(x, 0.9, method="hazen"))
+    w = np.random.default_rng(7).multinomial(51, np.full(51, 1 / 51), size=4)
+    assert f(x, w) == pytest.approx([f(x, row) for row in w])
+
+
+def test_auto_subsets_are_data_independent_and_bounded():
+    assert resolve_general_subsets("auto", 5000, 1.0) == 200
+    assert resolve_general_subsets("auto", 1000, 0.5) == 50  # at most n // 20
+    assert resolve_general_subsets("auto", 20000, 3.0) == 81
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({}, "statistic_bounds is required"),
+        ({"statistic_bounds": (1, 0)}, "statistic_bounds must satisfy"),
+        ({"statistic_bounds": (0, np.inf)}, "statistic_bounds must be finite"),
+        ({"statistic_bounds": 3}, "statistic_bounds must be a pair"),
+        ({"statistic_bounds": ([0, 0], [1])}, "statistic_bounds must be two numbers"),
+        ({"statistic_bounds": (0, 1), "bounds": (0, 1)}, "not bounds"),
+        ({"statistic_bounds": (0, 1), "alpha": 1.5}, "alpha"),
+        ({"statistic_bounds": (0, 1), "epsilon": 0}, "epsilon"),
+        ({"statistic_bounds": (0, 1), "estimate_share": 1.0}, "estimate_share"),
+        ({"statistic_bounds": (0, 1), "n_subsets": 400}, "n_subsets=400 needs n >= 800"),
+        ({"statistic_bounds": (0, 1), "method": "naive"}, "method"),
+        ({"statistic_bounds": (0, 1), "vectorized": "yes"}, "vectorized"),
+        ({"statistic_bounds": (0, 1), "n_resamples": 1}, "n_resamples"),
+    ],
+)
+def test_errors_name_the_argument(kwargs, match):
+    kw = {"alpha": 0.1, "epsilon": 1.0, **kwargs}
+    with pytest.raises((ValueError, TypeError), match=match):
+        dpuq.private_confidence_interval(np.zeros(500), statistic=wmean, **kw)
+
+
+def test_quantile_errors_name_the_argument():
+    x = np.zeros(100)
+    with pytest.raises(TypeError, match="quantile is required"):
+        dpuq.private_confidence_interval(
+            x, statistic="quantile", bounds=(0, 1), alpha=0.1, epsilon=1
+        )
+    with pytest.raises(ValueError, match="quantile must be in"):
+        dpuq.private_confidence_interval(
+            x, statistic="quantile", quantile=1.0, bounds=(0, 1), alpha=0.1, epsilon=1
+        )
+    with pytest.raises(ValueError, match="statistic_bounds is for a callable"):
+        dpuq.private_confidence_interval(
+            x, statistic="mean", statistic_bounds=(0, 1), bounds=(0, 1), alpha=0.1, epsilon=1
+        )
+
+
+# --- coverage (asymptotic): seeded simulations with a stated margin ------------------------------
+
+
+def test_coverage_of_a_callable_mean_and_a_negative_control():
+    reps = 120
+    margin = 3 * math.sqrt(0.9 * 0.1 / reps)  # three binomial standard errors (0.082)
+    rng = np.random.default_rng(11)
+    hits, half_hits = [], []
+    for _ in range(reps):
+        x = rng.beta(2, 5, size=2400)
+        ci = dpuq.private_confidence_interval(
+            x, statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=2.0,
+            vectorized=True, n_resamples=20, random_state=rng,
+        )  # fmt: skip
+        mid, half = (ci.lower + ci.upper) / 2, ci.width / 4
+        hits.append(ci.lower <= 2 / 7 <= ci.upper)
+        half_hits.append(mid - half <= 2 / 7 <= mid + half)
+    assert np.mean(hits) >= 0.9 - margin
+    # negative control: the same intervals at half their width must miss far more often
+    assert np.mean(half_hits) < 0.9 - margin
+
+
+def test_coverage_of_the_private_quantile():
+    reps, truth = 100, float(np.exp(1 + 0.5 * 1.2815515655446004))
+    margin = 3 * math.sqrt(0.9 * 0.1 / reps)
+    rng = np.random.default_rng(12)
+    hits = []
+    for _ in range(reps):
+        x = np.minimum(rng.lognormal(1, 0.5, size=3000), 50)
+        ci = dpuq.private_confidence_interval(
+            x, statistic="quantile", quantile=0.9, bounds=(0, 50), alpha=0.1, epsilon=2.0,
+            n_resamples=20, random_state=rng,
+        )  # fmt: skip
+        hits.append(ci.lower <= truth <= ci.upper)
+    assert np.mean(hits) >= 0.9 - margin
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n", "eps"), [(5000, 1.0), (20000, 1.0), (20000, 3.0)])
+def test_coverage_of_an_ols_slope_is_near_nominal(n, eps):
+    reps = 300
+    margin = 3 * math.sqrt(0.9 * 0.1 / reps)
+    rng = np.random.default_rng(13)
+    hits = []
+    for _ in range(reps):
+        x = rng.normal(size=n)
+        rows = np.column_stack([x, 1 + 2 * x + rng.normal(size=n)])
+        (_, ci) = dpuq.private_confidence_interval(
+            rows, statistic=ols, statistic_bounds=([-10, -10], [10, 10]), alpha=0.1,
+            epsilon=2 * eps, random_state=rng, n_resamples=30,
+        )  # fmt: skip
+        assert ci.informative
+        hits.append(ci.lower <= 2.0 <= ci.upper)
+    assert np.mean(hits) >= 0.9 - margin
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    x = np.random.default_rng(8).lognormal(1, 0.5, 2000).clip(0, 50)
+    p = tmp_path / "labs.csv"
+    p.write_text("age,crp\n" + "".join(f"{i},{v:.6f}\n" for i, v in enumerate(x)))
+    return p, x
+
+
+def test_cli_interval_writes_one_line_and_a_release(csv_file, tmp_path, capsys):
+    p, x = csv_file
+    out = tmp_path / "r.json"
+    code, stdout, _ = run_cli(
+        capsys, "interval", "--data", p, "--column", "crp", "--statistic", "quantile",
+        "--quantile", "0.9", "--bounds", "0", "50", "--alpha", "0.1", "--epsilon", "2",
+        "--seed", "3", "-o", out,
+    )  # fmt: skip
+    assert code == 0 and len(stdout.strip().splitlines()) == 1
+    rec = json.loads(out.read_text())
+    assert rec["format"] == "dpuq-interval" and rec["privacy"]["epsilon"] == 2.0
+    assert rec["lower"] <= rec["estimate"] <= rec["upper"] and rec["seeded"]
+    ci = dpuq.private_confidence_interval(
+        x.round(6), statistic="quantile", quantile=0.9, bounds=(0, 50), alpha=0.1, epsilon=2.0,
+        random_state=3,
+    )  # fmt: skip
+    assert (rec["lower"], rec["upper"]) == (ci.lower, ci.upper)
+
+
+@pytest.mark.parametrize("statistic", ["mean", "median", "trimmed-mean"])
+def test_cli_interval_statistics_and_ledger(csv_file, tmp_path, capsys, statistic):
+    p, _ = csv_file
+    led = tmp_path / "l.sqlite"
+    Ledger(led).create_budget("labs", epsilon=1.0)
+    args = ["interval", "--data", p, "--column", "crp", "--statistic", statistic,
+            "--bounds", "0", "50", "--alpha", "0.1", "--epsilon", "1", "--ledger", led,
+            "--dataset", "labs"]  # fmt: skip
+    code, _, err = run_cli(capsys, *args, "-o", tmp_path / "a.json")
+    assert code == 0, err
+    assert Ledger(led).status("labs").spent_epsilon == 1.0
+    code, _, err = run_cli(capsys, *args, "-o", tmp_path / "b.json")
+    assert code != 0 and "budget" in err and not (tmp_path / "b.json").exists()
+
+
+def test_cli_errors_are_one_line_naming_the_argument_without_data(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("age,crp\n1,2\n3,9.3705e-01;8.78e-05\n4,5\n5,6\n")
+    good = tmp_path / "good.csv"
+    good.write_text("crp\n" + "".join(f"{v}\n" for v in (1.5, 2.5, 777.125, 3.5, 4.5)))
+    base = ["interval", "--statistic", "mean", "--alpha", "0.1", "--epsilon", "1", "-o",
+            tmp_path / "o.json"]  # fmt: skip
+    cases = [
+        (["--data", bad, "--column", "crp", "--bounds", "0", "50"], "--data", "9.37"),
+        (["--data", good, "--column", "crp", "--bounds", "0", "50"], "--bounds", "777"),
+        (["--data", good, "--column", "nope", "--bounds", "0", "50"], "--column", "777"),
+        (["--data", good, "--column", "crp", "--bounds", "5", "0"], "--bounds", "777"),
+    ]
+    for extra, name, sentinel in cases:
+        code, _, err = run_cli(capsys, *base, *extra)
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert name in err and sentinel not in err
+    code, _, err = run_cli(capsys, *base[:2], "quantile", *base[3:], "--data", good, "--column",
+                           "crp", "--bounds", "0", "1000")  # fmt: skip
+    assert code == 2 and "--quantile" in err
+    assert not (tmp_path / "o.json").exists()

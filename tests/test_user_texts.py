@@ -8,16 +8,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 INTERNAL = re.compile(r"\bSPEC\b")
-# pending the rewrite of private_confidence_interval on another branch (issue 26), which
-# touches these files; remove an entry once its references are gone
-PENDING = ("src/dpuq/inference/", "docs/private_bootstrap.md")
 
 
 def _user_facing():
     for path in [*ROOT.joinpath("src", "dpuq").rglob("*.py"), *ROOT.joinpath("docs").rglob("*.md")]:
-        rel = path.relative_to(ROOT).as_posix()
-        if not rel.startswith(PENDING):
-            yield rel, path
+        yield path.relative_to(ROOT).as_posix(), path
     yield "README.md", ROOT / "README.md"
 
 

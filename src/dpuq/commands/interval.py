@@ -6,7 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from dpuq.commands._args import add_command, charged_release, float_arg, seed_arg, warn_if_seeded
+from dpuq.commands._args import (
+    add_command,
+    charged_release,
+    float_arg,
+    release_trail,
+    seed_arg,
+    warn_if_seeded,
+)
 
 INTERVAL_FORMAT = "dpuq-interval"
 INTERVAL_FORMAT_VERSION = 1
@@ -160,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.inference._data import check_bounds
     from dpuq.inference.intervals import private_confidence_interval
     from dpuq.io import check_output_path, json_text
+    from dpuq.ledger import CALLER_CHARGED
 
     # every setting, then the data, are checked before the charge: a refused setting is free
     out = check_output_path(args.output, "-o", (".json",), force=args.force)
@@ -193,9 +201,22 @@ def run(args: argparse.Namespace) -> int:
     ledger = open_ledger(args)
     warn_if_seeded(args.seed)
     what = f"dpuq interval ({args.statistic}, column {args.column or '-'})"
-    with charged_release(ledger, out, args, epsilon, what) as pending:
+    settings = {
+        "alpha": alpha,
+        "n": int(data.size),
+        "statistic": args.statistic,
+        "column": args.column,
+        "bounds": [float(v) for v in bounds],
+    }
+    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
         ci = private_confidence_interval(
-            data, alpha=alpha, epsilon=epsilon, bounds=bounds, random_state=args.seed, **kw
+            data,
+            alpha=alpha,
+            epsilon=epsilon,
+            bounds=bounds,
+            random_state=args.seed,
+            ledger=CALLER_CHARGED,
+            **kw,
         )
         from dpuq._version import __version__
 
@@ -218,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
             "n": int(data.size),
             "privacy": ci.privacy_report.to_dict(),
             "seeded": bool(ci.privacy_report.seeded),
+            **release_trail(args, what, receipt),
         }
         pending.write_text(json_text(record))
         pending.commit()

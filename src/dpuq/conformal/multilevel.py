@@ -190,6 +190,7 @@ def calibrate_levels(
         epsilon,
         what=f"calibrate: {len(alphas)} private conformal thresholds (joint)",
         seeded=random_state is not None,
+        settings={"alpha": [float(x) for x in alphas], "n": int(n), "n_bins": int(m)},
     )
     threshold = np.ones(len(alphas))
     notes: list[str] = []

@@ -157,6 +157,7 @@ def risk_control(
         eps,
         what="risk_control: private conformal risk control",
         seeded=random_state is not None,
+        settings={"alpha": a, "n": int(n), "n_lambdas": int(m)},
     )
     notes: list[str] = []
     if target is None:

@@ -1,6 +1,6 @@
 """Private confidence sets (Chadha et al.): coverage study, CDF error rates, a clinical data set.
 
-1. :func:`run_peer_setting` — the peers' setting (Chadha, Duchi, Kuditipudi 2024): the mean of a
+1. :func:`run_peer_setting` — the peers' setting (Chadha et al. 2024): the mean of a
    normal with scale 2 truncated to ``[-3, 2]`` (public bounds), ``α = 0.05``,
    ``n ∈ {300, 500, 1000, 1500, 2000}``, ``ε ∈ {1, 5, 10}``; coverage and mean width of every
    method over the same simulated data sets.
@@ -307,7 +307,8 @@ def run_diabetes(
                     private_confidence_interval(
                         x,
                         alpha=alpha,
-                        epsilon=2 * eps,  # eps for each of the two releases (as in SPEC D)
+                        epsilon=2
+                        * eps,  # eps for each of the two releases (as in Chadha et al. 2024)
                         bounds=bounds,
                         statistic=stat,
                         random_state=rng,

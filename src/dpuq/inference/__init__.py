@@ -1,4 +1,4 @@
-"""Private confidence sets: private bootstrap CDFs and confidence intervals (SPEC D).
+"""Private confidence sets: private bootstrap CDFs and confidence intervals (Chadha et al. 2024).
 
 Privacy-critical pieces: :mod:`dpuq.inference.estimates` (private point estimates),
 :mod:`dpuq.inference.aggregation` (how subset results are released). Everything else computes

@@ -1,4 +1,4 @@
-"""Input checks and small shared definitions for private confidence sets (SPEC D).
+"""Input checks and small shared definitions for private confidence sets (Chadha et al. 2024).
 
 Every check raises a ``ValueError`` or ``TypeError`` naming the argument. Data outside the
 public bounds are an error unless the caller passes ``clip=True``; then they are clipped
@@ -155,7 +155,7 @@ def parse_statistic(statistic, trim=0.1) -> Statistic:
 def resolve_n_subsets(n_subsets, n: int, epsilon: float, *, min_subset_size: int = 2) -> int:
     """The number of disjoint subsets ``s`` of the ensemble; each must hold >= 2 points.
 
-    ``"auto"`` is SPEC D's ``s = floor(sqrt(n / ε))`` (at least 1), which balances the
+    ``"auto"`` is Chadha et al.'s ``s = floor(sqrt(n / ε))`` (at least 1), which balances the
     subsets' bootstrap error against the Laplace noise ``1/(s ε)``.
     """
     eps = check_epsilon(epsilon)

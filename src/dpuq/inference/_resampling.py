@@ -121,7 +121,8 @@ def draw_resamples(
     resample_size: int | None = None,
 ) -> Resamples:
     """Split ``x`` at random into ``s`` disjoint subsets of ``b = floor(n/s)`` points and draw
-    BLB weights of total ``n`` for ``T`` resamples per subset (SPEC D, Algorithm 2, lines 1-5).
+    BLB weights of total ``n`` for ``T`` resamples per subset (Chadha et al. 2024, Algorithm 2,
+    lines 1-5).
 
     ``resample_size`` (default ``n``) can be set to ``b``: the ordinary bootstrap of each
     subset, used for the median's interval (see :mod:`dpuq.inference.intervals`). The
@@ -280,8 +281,9 @@ def simulate_em_median(
     """Run the exponential-mechanism median (:func:`dpuq.inference.estimates.private_median`)
     on every resample: one exact draw per resample, shape ``(s, T)``.
 
-    Used to fold the mechanism's noise into the bootstrap law (SPEC D, Proposition 2); this is
-    part of the per-subset computation, not a release. On a resample ``X*`` the utility of a
+    Used to fold the mechanism's noise into the bootstrap law (Chadha et al. 2024,
+    Proposition 2); this is part of the per-subset computation, not a release. On a resample
+    ``X*`` the utility of a
     candidate ``c`` is ``-max(#{X* < c}, #{X* > c})``: counts read off the resample's cumulative
     weights at ``#{subset < c}`` and ``#{subset <= c}``. The score is quasi-convex in ``c``, so
     the candidates within ``D`` ranks of the best form an interval found by binary search; the

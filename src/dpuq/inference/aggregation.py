@@ -1,4 +1,4 @@
-"""Private aggregation of per-subset bootstrap results (privacy-critical; SPEC D).
+"""Private aggregation of per-subset bootstrap results (privacy-critical; Chadha et al. 2024).
 
 The ensemble splits the data into ``s`` disjoint subsets; every quantity here is computed from
 ``s`` per-subset values (or vectors), each a function of one subset only (given the
@@ -11,7 +11,8 @@ for ("one of ``s`` inputs replaced").
 - :func:`private_clamped_mean` — a private median (exponential mechanism over public
   candidates) and the mean clamped to a window around it (widened winsorised mean, Smith 2011):
   sensitivity ``(window width)/s`` instead of ``(range)/s``.
-- :func:`tree_cdf` — all thresholds at once (SPEC D, Theorem 2): a binary tree over the cells of
+- :func:`tree_cdf` — all thresholds at once (Chadha et al. 2024, Theorem 2): a binary tree over the
+cells of
   a public grid, ``Laplace(2 D/(s ε))`` per node, prefix sums, then a monotone projection
   (:func:`project_monotone`), with a rigorous uniform error bound (:func:`tree_error_bound`).
 """
@@ -156,7 +157,8 @@ def private_clamped_mean(
 
     Privacy: one of the ``s`` values replaced moves the clamped mean by at most ``2w/s``
     (clamping is 1-Lipschitz and the window is fixed given ``m``); step 2 is ε_2-DP given ``m``
-    and step 1 is ε_1-DP, so the pair is ε-DP by sequential composition (SPEC D; Smith 2011).
+    and step 1 is ε_1-DP, so the pair is ε-DP by sequential composition
+    (Chadha et al. 2024; Smith 2011).
     """
     eps = check_epsilon(epsilon)
     v = np.asarray(values, dtype=float)
@@ -288,7 +290,8 @@ def tree_cdf(masses: np.ndarray, epsilon: float, rng: np.random.Generator) -> Tr
     ``1..D`` (the root is always 1 and is not released) gets ``Laplace(2D/(s ε))``; the CDF at
     ``t_j`` is the sum of the at most ``D`` nodes that tile cells ``0..j-1``.
 
-    Privacy (SPEC D, Theorem 2): one subset's row changes by at most 2 in L1 (both rows are
+    Privacy (Chadha et al. 2024, Theorem 2): one subset's row changes by at most 2 in L1
+    (both rows are
     probability vectors), so the averaged leaves move by ``2/s`` in L1 and so does every level
     of node sums; over ``D`` levels the L1 sensitivity is ``2D/s``, and ``Laplace(2D/(s ε))``
     per node is ε-DP. Prefix sums and the projection are post-processing.

@@ -1,4 +1,5 @@
-"""The baselines private intervals are compared with (SPEC D): the percentile bootstrap (not
+"""The baselines private intervals are compared with (Chadha et al. 2024): the percentile bootstrap
+(not
 private) and the normal approximation with Laplace mean and variance (ε-DP in total)."""
 
 from __future__ import annotations
@@ -148,7 +149,10 @@ def normal_approximation_interval(
     bnds = check_bounds(bounds)
     rng = check_random_state(random_state)
     what = "normal_approximation_interval"
-    charge(ledger, dataset, eps, what=what, seeded=random_state is not None)
+    charge(
+        ledger, dataset, eps, what=what, seeded=random_state is not None,
+        settings={"alpha": a, "n": int(data.size), "bounds": [float(v) for v in bnds]},
+    )  # fmt: skip
     lo, hi, est, ms, vs = _normal_batch(data[None, :], bnds, a, e_mean, e_var, rng)
     report = PrivacyReport(
         mechanism="normal approximation with Laplace mean and Laplace variance",

@@ -1,4 +1,4 @@
-"""Private bootstrap estimates of the sampling law of a statistic (SPEC D).
+"""Private bootstrap estimates of the sampling law of a statistic (Chadha et al. 2024).
 
 Data ``x_1..x_n`` in a public interval ``[a, b]`` (``R = b - a``); statistic ``θ̂`` (mean,
 median or trimmed mean). The target is the CDF of the root (the paper's eq. 2)
@@ -51,6 +51,7 @@ from dpuq.inference.ensemble import (
     _prepare,
     _resolve_resamples,
     check_subset_work,
+    ensemble_plan,
     subset_bootstrap_cdfs,
     subset_roots,
 )
@@ -96,7 +97,7 @@ def private_bootstrap_cdf(
     ledger=None,
     dataset: str | None = None,
 ) -> PrivateCDF:
-    """Private bootstrap estimate of ``J_n(t) = P(√n (θ - θ̂) <= t)`` (SPEC D).
+    """Private bootstrap estimate of ``J_n(t) = P(√n (θ - θ̂) <= t)`` (Chadha et al. 2024).
 
     ``method="ensemble"`` (Algorithm 2, default): shuffle, split into ``s`` disjoint subsets of
     ``b = floor(n/s)`` points; on each, ``T`` bag-of-little-bootstraps resamples of size ``n``
@@ -131,7 +132,7 @@ def private_bootstrap_cdf(
         Proportion cut at each end for ``"trimmed_mean"``.
     method : {"ensemble", "naive"}
     n_subsets : "auto" or int
-        ``s``; ``"auto"`` is ``floor(sqrt(n/ε))`` (SPEC D).
+        ``s``; ``"auto"`` is ``floor(sqrt(n/ε))`` (Chadha et al. 2024).
     n_resamples : "auto" or int
         ``T``; auto: 1000 per subset (ensemble), ``floor(sqrt(n ε))`` (naive).
     delta : float, default 1e-6
@@ -166,14 +167,16 @@ def private_bootstrap_cdf(
     rng = check_random_state(random_state)
     n = data.size
     what, seeded = f"private_bootstrap_cdf ({method})", random_state is not None
+    settings = {"n": n, "statistic": stat.name, "method": method, "thresholds": int(tv.size)}
     if method == "ensemble":
-        charge(ledger, dataset, eps, what=what, seeded=seeded)
+        ensemble_plan(n, stat, n_subsets, eps, n_resamples)  # settings before the charge
+        charge(ledger, dataset, eps, what=what, seeded=seeded, settings=settings)
         res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
         per_subset = _cdfs_at(subset_roots(res, stat, "basic"), tv)
         noisy, scale = private_average(per_subset, eps, rng)
         s = res.n_subsets
         report = PrivacyReport(
-            mechanism="private bootstrap ensemble (SPEC D, Algorithm 2)",
+            mechanism="private bootstrap ensemble (Chadha et al. 2024, Algorithm 2)",
             epsilon=eps,
             relation=Relation.REPLACE_ONE,
             seeded=random_state is not None,
@@ -202,12 +205,15 @@ def private_bootstrap_cdf(
         )
     tt = _resolve_resamples(n_resamples, max(1, math.floor(math.sqrt(n * eps))))
     priv = naive_bootstrap_privacy(n, eps, tt, delta)
-    charge(ledger, dataset, priv.epsilon, delta=priv.delta, what=what, seeded=seeded)
+    charge(
+        ledger, dataset, priv.epsilon, delta=priv.delta, what=what, seeded=seeded,
+        settings=settings,
+    )  # fmt: skip
     theta_tilde, theta_star, scale0, scale_i = _naive_release(data, bnds, stat, eps, tt, rng)
     roots = math.sqrt(n) * (theta_tilde - theta_star)
     est = (roots[None, :] <= tv[:, None]).mean(axis=1)
     report = PrivacyReport(
-        mechanism="naive private bootstrap (SPEC D, Algorithm 1)",
+        mechanism="naive private bootstrap (Chadha et al. 2024, Algorithm 1)",
         epsilon=priv.epsilon,
         delta=priv.delta,
         relation=Relation.REPLACE_ONE,
@@ -269,7 +275,8 @@ def private_bootstrap_cdf_grid(
     ledger=None,
     dataset: str | None = None,
 ) -> PrivateCDFGrid:
-    """Private bootstrap CDF at every point of a public grid at once (SPEC D, Theorem 2).
+    """Private bootstrap CDF at every point of a public grid at once (Chadha et al. 2024, Theorem
+    2).
 
     The ensemble of :func:`private_bootstrap_cdf` gives each subset's bootstrap mass in the
     ``G + 1`` cells of the grid; their average is released through a binary tree (Laplace
@@ -320,7 +327,11 @@ def private_bootstrap_cdf_grid(
             raise ValueError("grid must be strictly increasing")
     rng = check_random_state(random_state)
     what = "private_bootstrap_cdf_grid"
-    charge(ledger, dataset, eps, what=what, seeded=random_state is not None)
+    ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)  # settings before the charge
+    charge(
+        ledger, dataset, eps, what=what, seeded=random_state is not None,
+        settings={"n": int(data.size), "statistic": stat.name, "grid": int(g.size)},
+    )  # fmt: skip
     res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
     roots = subset_roots(res, stat, root)
     s, tt = roots.shape
@@ -334,7 +345,7 @@ def private_bootstrap_cdf_grid(
     tree = tree_cdf(masses, eps, rng)
     bound = tree_error_bound(g.size, tree.noise_scale, b_fail)
     report = PrivacyReport(
-        mechanism="private bootstrap ensemble, all thresholds (SPEC D, Theorem 2: tree "
+        mechanism="private bootstrap ensemble, all thresholds (Chadha et al. 2024, Theorem 2: tree "
         "mechanism + monotone projection)",
         epsilon=eps,
         relation=Relation.REPLACE_ONE,

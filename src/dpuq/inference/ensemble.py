@@ -1,4 +1,5 @@
-"""The private bootstrap's shared path (SPEC D): its results, the subsets' roots and CDFs.
+"""The private bootstrap's shared path (Chadha et al. 2024): its results, the subsets' roots and
+CDFs.
 
 Every ensemble estimator (:mod:`dpuq.inference.bootstrap`, :mod:`dpuq.inference.studentized`,
 the intervals of :mod:`dpuq.inference.intervals`) splits the data into ``s`` disjoint
@@ -188,13 +189,22 @@ def _prepare(x, bounds, epsilon, statistic, trim, clip):
     return data, check_bounds(bounds), eps, stat
 
 
-def _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng):
-    s = resolve_n_subsets(n_subsets, data.size, eps)
-    b = data.size // s
+def ensemble_plan(n: int, stat, n_subsets, eps: float, n_resamples) -> tuple[int, int]:
+    """``(s, T)`` of the ensemble for public ``n``, every setting checked (data-free).
+
+    Releases call it before their ledger charge, so that a settings error costs nothing.
+    """
+    s = resolve_n_subsets(n_subsets, n, eps)
+    b = n // s
     if stat.name == "trimmed_mean" and b - 2 * stat.n_trim(b) < 1:
         raise ValueError(f"trim={stat.trim} leaves no data in subsets of {b} points")
     tt = _resolve_resamples(n_resamples, DEFAULT_RESAMPLES)
     check_subset_work(s, tt)
+    return s, tt
+
+
+def _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng):
+    s, tt = ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)
     return draw_resamples(data, s, tt, rng)
 
 

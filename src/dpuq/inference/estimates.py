@@ -1,6 +1,7 @@
 """Private point estimates of a bounded sample: mean, trimmed mean, median, variance.
 
-These are the ``θ̃`` of SPEC D (the private estimate the confidence interval is centred on)
+These are the ``θ̃`` of Chadha et al. 2024 (the private estimate the confidence interval is centred
+on)
 and the private variance used to studentize. Each is a small, separately auditable mechanism.
 
 Privacy (all of them)
@@ -22,7 +23,8 @@ in one record). Guarantee: ε-DP (δ = 0) each. Sensitivities, proved in one lin
   utility ``-max(#{x < c_j}, #{x > c_j})`` (sensitivity 1: each count moves by at most 1),
   ``P(c_j) ∝ exp(-ε max(...)/2)``; exact law: :func:`private_median_log_distribution`.
   Accuracy: with probability ``1 - β`` the released candidate has at most
-  ``n/2 + (2/ε)(ln G + ln(1/β))`` points on either side (SPEC C).
+  ``n/2 + (2/ε)(ln G + ln(1/β))`` points on either side (the exponential mechanism's
+  accuracy bound).
 
 The Laplace releases use :func:`dpuq.mechanisms.laplace.laplace_mechanism`; see its module for
 the floating-point caveat.

@@ -6,7 +6,7 @@ for the value of the user's own estimator: a regression coefficient, an odds rat
 quantile. ``f`` follows scikit-learn's ``sample_weight`` convention, so a bootstrap resample
 is a vector of multinomial weights over a subset's rows, never a copy of them.
 
-The method (``method="ensemble"``, the default): SPEC D's ensemble of subset bootstraps
+The method (``method="ensemble"``, the default): Chadha et al.'s ensemble of subset bootstraps
 with a subsample-and-aggregate point estimate.
 
 1. A uniformly random partition of the ``n`` rows into ``s`` disjoint subsets of
@@ -87,7 +87,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq._validation import check_epsilon, check_in_open_unit, check_work
 from dpuq.inference._data import UninformativeIntervalWarning
 from dpuq.inference._subsets import (
     SubsetSummaries,
@@ -103,6 +103,7 @@ from dpuq.inference.aggregation import (
 from dpuq.inference.confidence_interval import ConfidenceInterval
 from dpuq.inference.ensemble import _resolve_resamples
 from dpuq.inference.normal_laplace import normal_laplace_quantile
+from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.exponential import exponential_mechanism
 from dpuq.report import PrivacyReport, Relation
 
@@ -226,7 +227,8 @@ def _em_value(values, candidates, epsilon, rng, half_width=None) -> float:
     else:
         u = window_count_utilities(values, candidates, half_width)
     return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
-                                                  random_state=rng)])  # fmt: skip
+                                                  random_state=rng,
+                                                  ledger=CALLER_CHARGED)])  # fmt: skip
 
 
 def _em_quantile(values, candidates, level, epsilon, rng) -> float:
@@ -237,7 +239,8 @@ def _em_quantile(values, candidates, level, epsilon, rng) -> float:
     target = level * v.size
     u = -np.maximum(np.maximum(below - target, target - (v.size - above)), 0.0)
     return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
-                                                  random_state=rng)])  # fmt: skip
+                                                  random_state=rng,
+                                                  ledger=CALLER_CHARGED)])  # fmt: skip
 
 
 def _release_se(log_sd, lo, hi, eps, rng) -> tuple[float, float]:
@@ -358,6 +361,12 @@ def private_statistic_interval(
         return _finish(rows, statistic, name, method, a, scalar, _report(
             0.0, method, n, s, tt, p, share, (n // s) if method == "ensemble" else 0, n // s,
             "nothing was computed from the data (the data-free bound above); cost 0"))  # fmt: skip
+    tt_run = tt if method == "ensemble" else 1
+    check_work(  # the same cap subset_summaries applies, checked before the charge
+        s * tt_run * (n // s),
+        f"n_subsets x n_resamples x subset size = {s:,} x {tt_run:,} x {n // s:,}",
+        "use fewer resamples (n_resamples)",
+    )
     charge_cost(eps)
     summ = subset_summaries(
         x,

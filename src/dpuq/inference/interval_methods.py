@@ -176,8 +176,8 @@ def _ensemble_interval(
         est.value - sigma * hi / math.sqrt(n), est.value - sigma * lo / math.sqrt(n), bnds
     )
     report = PrivacyReport(
-        mechanism="private bootstrap confidence interval (SPEC D; ensemble, studentized, "
-        "clamped-mean aggregation of the subsets' quantiles)",
+        mechanism="private bootstrap confidence interval (Chadha et al. 2024; ensemble, "
+        "studentized, clamped-mean aggregation of the subsets' quantiles)",
         epsilon=e_est + e_cdf,
         relation=Relation.REPLACE_ONE,
         sensitivity=f"estimate: {est.privacy_report.sensitivity}; variance: R^2/n; "
@@ -288,7 +288,8 @@ def _ensemble_cdf_interval(
             f"uninformative interval: {reason}", UninformativeIntervalWarning, stacklevel=3
         )
         report = PrivacyReport(
-            mechanism="private bootstrap confidence interval (SPEC D literal): only the "
+            mechanism="private bootstrap confidence interval (Chadha et al. taken literally): "
+            "only the "
             "estimate was released; the interval [a, b] is data-independent",
             epsilon=e_est,
             relation=Relation.REPLACE_ONE,
@@ -338,7 +339,8 @@ def _ensemble_cdf_interval(
             stacklevel=3,
         )
     report = PrivacyReport(
-        mechanism="private bootstrap confidence interval (SPEC D literal: all-thresholds tree "
+        mechanism="private bootstrap confidence interval (Chadha et al. taken literally: "
+        "all-thresholds tree "
         "CDF, uniform slack)",
         epsilon=e_est + e_cdf,
         relation=Relation.REPLACE_ONE,
@@ -365,7 +367,7 @@ def _naive_interval(data, bnds, stat, alpha, e_est, e_cdf, tt, rng, delta):
     )
     priv = naive_bootstrap_privacy(n, e_cdf, tt, delta, epsilon_center=e_est)
     report = PrivacyReport(
-        mechanism="naive private bootstrap interval (SPEC D, Algorithm 1)",
+        mechanism="naive private bootstrap interval (Chadha et al. 2024, Algorithm 1)",
         epsilon=priv.epsilon,
         delta=priv.delta,
         relation=Relation.REPLACE_ONE,

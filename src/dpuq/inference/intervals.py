@@ -1,4 +1,5 @@
-"""Private bootstrap confidence intervals, and the baselines they are compared with (SPEC D).
+"""Private bootstrap confidence intervals, and the baselines they are compared with (Chadha et al.
+2024).
 
 :func:`private_confidence_interval` releases an interval for the mean, median or trimmed mean
 of data in a public interval ``[a, b]``, centred on a private estimate ``θ̃`` and shaped by
@@ -9,13 +10,13 @@ whole ``epsilon``, 2ε in total). A callable ``statistic`` (any estimator ``f(ro
 sample_weight)``) is released by :mod:`dpuq.inference.general`. Three methods for the strings:
 
 ``"ensemble"`` (default)
-    SPEC D's studentized ensemble, aggregated at the quantiles the interval needs. Each of
+    Chadha et al.'s studentized ensemble, aggregated at the quantiles the interval needs. Each of
     ``s`` disjoint subsets runs a bag-of-little-bootstraps of the root
     ``√n (θ̃* - θ̂_k)/σ̃*``, where ``θ̃*`` and ``σ̃*`` are the *private* estimate and standard
     deviation simulated on the resample (the mechanisms' noise is folded into the root's law,
     Proposition 2). Its ``1 - α`` quantile of ``|root|`` (symmetric bootstrap-t) gives a
-    half-width ``h_k``; the ``log h_k`` are aggregated with a clamped mean (Smith 2011, SPEC
-    D's aggregation) whose sensitivity is ``(window)/s``, and the interval is
+    half-width ``h_k``; the ``log h_k`` are aggregated with a clamped mean (Smith 2011, Chadha
+    et al.'s aggregation) whose sensitivity is ``(window)/s``, and the interval is
     ``θ̃ ± σ̃ h/√n``, intersected with ``[a, b]``, with ``σ̃`` the private standard deviation.
     With ``symmetric=False`` (not for the median) the two tails are aggregated separately (a
     half-width and an asymmetry), which costs part of the budget: in the tests this was wider
@@ -23,7 +24,7 @@ sample_weight)``) is released by :mod:`dpuq.inference.general`. Three methods fo
     size ``b`` (root scaled by ``√b``): resamples of size ``n`` from ``b`` points make the
     median's bootstrap law a lattice as coarse as its spread.
 ``"ensemble_cdf"``
-    SPEC D's interval taken literally: the all-thresholds CDF (tree mechanism, monotone
+    Chadha et al.'s interval taken literally: the all-thresholds CDF (tree mechanism, monotone
     projection, uniform error bound ``u`` holding with probability ``1 - β``), the Laplace
     noise of ``θ̃`` folded in exactly, and the smallest grid interval whose mass is at least
     ``1 - α`` after the slack ``u``. When ``u`` is too large for any such interval the release
@@ -40,6 +41,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from dpuq._validation import check_candidates, check_grid_size, check_in_open_unit
 from dpuq.inference._data import (
     check_bounds,
@@ -49,7 +52,7 @@ from dpuq.inference._data import (
 )
 from dpuq.inference.baselines import normal_approximation_interval, percentile_bootstrap_interval
 from dpuq.inference.confidence_interval import ConfidenceInterval
-from dpuq.inference.ensemble import _resolve_resamples
+from dpuq.inference.ensemble import _resolve_resamples, check_subset_work
 from dpuq.inference.estimates import (
     DEFAULT_MEDIAN_CANDIDATES,
 )
@@ -104,7 +107,7 @@ def private_confidence_interval(
     ledger=None,
     dataset: str | None = None,
 ) -> ConfidenceInterval:
-    """A differentially private ``1 - alpha`` confidence interval for a statistic (SPEC D).
+    """A differentially private ``1 - alpha`` confidence interval for a statistic.
 
     The interval is centred on a private estimate ``θ̃`` released with
     ``estimate_share * epsilon`` and shaped by a private bootstrap released with the rest:
@@ -148,7 +151,7 @@ def private_confidence_interval(
     method : {"ensemble", "ensemble_cdf", "naive"}, or for a callable statistic and
         ``"quantile"`` {"ensemble", "subsampling"}
     n_subsets : "auto" or int
-        Subsets of the ensemble; auto ``floor(sqrt(n / ε_cdf))`` (SPEC D), with
+        Subsets of the ensemble; auto ``floor(sqrt(n / ε_cdf))`` (Chadha et al. 2024), with
         ``ε_cdf = (1 - estimate_share) epsilon``.
     n_resamples : "auto" or int
         Resamples per subset (auto 500); naive: auto ``floor(sqrt(n ε_cdf))``.
@@ -230,9 +233,27 @@ def private_confidence_interval(
         check_candidates(n_candidates)
     rng = check_random_state(random_state)
     what, seeded = f"private_confidence_interval ({method})", random_state is not None
+    settings = {
+        "alpha": a,
+        "n": n,
+        "statistic": stat.name,
+        "method": method,
+        "bounds": [float(bnds[0]), float(bnds[1])],
+        "estimate_share": e_est / (e_est + e_cdf),
+    }
+
+    def charge_cost(cost, delta=0.0):
+        return charge(
+            ledger, dataset, cost, delta=delta, what=what, seeded=seeded, settings=settings
+        )
+
     if method == "ensemble":
         tt = _resolve_resamples(n_resamples, DEFAULT_INTERVAL_RESAMPLES)
-        charge(ledger, dataset, e_est + e_cdf, what=what, seeded=seeded)
+        s_ens = resolve_n_subsets(n_subsets, n, e_cdf)  # settings checked before the charge
+        check_subset_work(s_ens, tt)
+        if stat.name == "trimmed_mean" and (n // s_ens) - 2 * stat.n_trim(n // s_ens) < 1:
+            raise ValueError(f"trim={stat.trim} leaves no data in subsets of {n // s_ens} points")
+        charge_cost(e_est + e_cdf)
         out = _ensemble_interval(
             data, bnds, stat, a, e_est, e_cdf, n_subsets, tt, rng, n_candidates, symmetric
         )
@@ -243,7 +264,7 @@ def private_confidence_interval(
         if ledger is not None or dataset is not None:  # the bootstrap runs? (data-free)
             s_cdf = resolve_n_subsets(n_subsets, n, e_cdf)
             cost -= e_cdf * (_tree_bound(int(n_grid), s_cdf, e_cdf, b_fail)[0] >= a / 2.0)
-        charge(ledger, dataset, cost, what=what, seeded=seeded)
+        charge_cost(cost)
         out = _ensemble_cdf_interval(
             data,
             bnds,
@@ -267,7 +288,7 @@ def private_confidence_interval(
         tt = _resolve_resamples(n_resamples, max(1, math.floor(math.sqrt(n * e_cdf))))
         d_naive = check_in_open_unit(delta, "delta")
         cost = naive_bootstrap_privacy(n, e_cdf, tt, d_naive, epsilon_center=e_est)
-        charge(ledger, dataset, cost.epsilon, delta=cost.delta, what=what, seeded=seeded)
+        charge_cost(cost.epsilon, cost.delta)
         out = _naive_interval(data, bnds, stat, a, e_est, e_cdf, tt, rng, d_naive)
     else:
         raise ValueError(f"method must be 'ensemble', 'ensemble_cdf' or 'naive', got {method!r}")
@@ -306,6 +327,16 @@ def _general(
     share = ESTIMATE_SHARE if estimate_share is None else estimate_share
     seeded = random_state is not None
     what = f"private_confidence_interval ({name}, {method})"
+
+    def settings() -> dict:  # evaluated at the charge, after every setting was validated
+        return {
+            "alpha": float(alpha),
+            "n": int(np.shape(x)[0]),
+            "statistic": name,
+            "method": method,
+            "statistic_bounds": np.asarray(statistic_bounds, dtype=float).tolist(),
+        }
+
     out = private_statistic_interval(
         x,
         statistic,
@@ -320,7 +351,9 @@ def _general(
         resample_size=resample_size,
         name=name,
         rng=check_random_state(random_state),
-        charge_cost=lambda eps: charge(ledger, dataset, eps, what=what, seeded=seeded),
+        charge_cost=lambda eps: charge(
+            ledger, dataset, eps, what=what, seeded=seeded, settings=settings()
+        ),
     )
     if isinstance(out, tuple):
         return tuple(mark_seeded(ci, random_state) for ci in out)

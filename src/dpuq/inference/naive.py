@@ -1,4 +1,5 @@
-"""Algorithm 1 of Chadha, Duchi, Kuditipudi (2024): the naive private bootstrap (SPEC D).
+"""Algorithm 1 of Chadha, Duchi, Kuditipudi (2024): the naive private bootstrap (Chadha et al.
+2024).
 
 ``T = ⌊√(n ε)⌋`` resamples, each statistic released with Laplace noise; one person can appear
 in many resamples, so the guarantee is only ``(ε', δ)`` with ``ε'`` from advanced composition
@@ -45,7 +46,7 @@ def naive_bootstrap_privacy(
     *,
     epsilon_center: float | None = None,
 ) -> NaivePrivacy:
-    """The (ε', δ)-DP guarantee of Algorithm 1 (SPEC D), computed rigorously.
+    """The (ε', δ)-DP guarantee of Algorithm 1 (Chadha et al. 2024), computed rigorously.
 
     Algorithm 1 releases ``θ̃ = θ̂ + Laplace(Δ/ε)`` and ``θ̃_i = θ̂(resample_i) +
     Laplace(Δ n^{1/4}/ε)``, ``i = 1..T``, with ``Δ`` the change of the statistic when one

@@ -1,5 +1,6 @@
 """The law of ``σ Z + Laplace(λ)``: a normal root with the known Laplace noise of a private
-estimate folded in (SPEC D, Proposition 2). Post-processing only: no data, no noise drawn."""
+estimate folded in (Chadha et al. 2024, Proposition 2). Post-processing only: no data, no noise
+drawn."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The studentized root ``√n (θ̂ - θ)/σ̂`` (SPEC D: eq. 3, Theorems 3 and 4).
+"""The studentized root ``√n (θ̂ - θ)/σ̂`` (Chadha et al. 2024: eq. 3, Theorems 3 and 4).
 
 Each subset's bootstrap gives a studentized CDF; the subsets' values are aggregated by a
 private median and a mean clamped to a window around it (widened winsorised mean), which
@@ -27,6 +27,7 @@ from dpuq.inference.ensemble import (
     _ensemble_details,
     _ensemble_resamples,
     _prepare,
+    ensemble_plan,
     subset_roots,
 )
 from dpuq.ledger import charge
@@ -70,7 +71,7 @@ def private_studentized_cdf(
     ledger=None,
     dataset: str | None = None,
 ) -> PrivateCDF:
-    """Private estimate of the studentized mean's CDF ``P(√n (x̄ - θ)/σ̂ <= t)`` (SPEC D,
+    """Private estimate of the studentized mean's CDF ``P(√n (x̄ - θ)/σ̂ <= t)`` (Chadha et al. 2024,
     Theorem 3).
 
     Each subset's bootstrap CDF of ``√n (x̄* - x̄_k)/σ̂*`` at ``t`` is computed as in the
@@ -116,7 +117,11 @@ def private_studentized_cdf(
     tv = tarr.reshape(-1)
     rng = check_random_state(random_state)
     what = "private_studentized_cdf"
-    charge(ledger, dataset, eps, what=what, seeded=random_state is not None)
+    ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)  # settings before the charge
+    charge(
+        ledger, dataset, eps, what=what, seeded=random_state is not None,
+        settings={"n": int(data.size), "statistic": stat.name, "thresholds": int(tv.size)},
+    )  # fmt: skip
     res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
     per_subset = _cdfs_at(subset_roots(res, stat, "studentized"), tv)
     n, b, tt = data.size, res.subset_size, res.n_resamples
@@ -160,7 +165,7 @@ def private_studentized_cdf(
         centers.append(cm.center)
         widths.append(cm.half_width)
     report = PrivacyReport(
-        mechanism="studentized private bootstrap ensemble (SPEC D, Theorem 3): private "
+        mechanism="studentized private bootstrap ensemble (Chadha et al. 2024, Theorem 3): private "
         "median + clamped mean",
         epsilon=eps,
         relation=Relation.REPLACE_ONE,

@@ -142,6 +142,28 @@ def _interval(r):
     return [r.lower, r.upper, *np.ravel(getattr(r, "interval", []))]
 
 
+_BIG = np.random.default_rng(11).uniform(size=3000)
+#: large enough for an informative callable-statistic interval; one record at an extreme, or
+#: one record that makes the user's statistic fail on its subset
+BIG = [(_BIG, replace_one(_BIG, 0, 1.0)), (_BIG, replace_one(_BIG, 4, 0.999))]
+
+
+def _fragile_mean(rows, w):  # a user's statistic that fails on some data (must stay silent)
+    if np.any(rows[:, 0] == 0.999):
+        raise RuntimeError("singular design")
+    return float(np.average(rows[:, 0], weights=w))
+
+
+def _losses(x, d):  # loss vectors nonincreasing along a public grid, 0 at the last value
+    grid = np.array([0.0, 0.25, 0.5, 0.75, np.inf])
+    return (x[:, None] > grid[None, :]).astype(float)
+
+
+def _data_file(x, d):
+    np.savetxt(d / "x.csv", x, header="x", comments="")
+    return d / "x.csv"
+
+
 CASES = [
     # conformal calibration
     Case("calibrate", lambda s, d: dpuq.calibrate(s, alpha=0.1, epsilon=1.0, random_state=0),
@@ -178,6 +200,24 @@ CASES = [
     Case("laplace_mechanism", lambda x, d: dpuq.laplace_mechanism(
         float(np.mean(x)), sensitivity=1 / x.size, epsilon=1.0, random_state=0), BOUNDED,
         released=lambda r: [r]),
+    Case("calibrate(alpha=[...])", lambda s, d: dpuq.calibrate(
+        s, alpha=[0.1, 0.2], epsilon=1.0, random_state=0), SCORES,
+        released=lambda r: list(np.ravel(r.threshold))),
+    Case("risk_control", lambda L, d: dpuq.risk_control(
+        L, alpha=0.3, epsilon=1.0, random_state=0), BOUNDED, setup=_losses,
+        released=lambda r: [r.index, r.lambda_, r.certified_risk]),
+    Case("private_confidence_interval(statistic=f)", lambda x, d:
+        dpuq.private_confidence_interval(
+            x[:, None], statistic=_fragile_mean, statistic_bounds=B, alpha=0.1, epsilon=2.0,
+            random_state=0), BIG, released=_interval),
+    Case("private_confidence_interval(quantile)", lambda x, d:
+        dpuq.private_confidence_interval(
+            x, statistic="quantile", quantile=0.9, bounds=B, alpha=0.1, epsilon=2.0,
+            random_state=0), BIG, released=_interval),
+    Case("cli interval", lambda f, d: cli(
+        ["interval", "--data", f, "--column", "x", "--statistic", "mean", "--bounds", 0, 1,
+         "--alpha", 0.1, "--epsilon", 2, "--seed", 0, "-o", d / "i.json"]), BIG,
+        setup=_data_file, released=lambda r, d: _json_interval(d / "i.json")),
     # point estimates, with and without clipping
     *[Case(f"{f.__name__}(clip={c})", lambda x, d, f=f, c=c: f(
         x, epsilon=1.0, bounds=B, clip=c, random_state=0), CLIP if c else BOUNDED,
@@ -261,6 +301,15 @@ try:  # the Dask path of the mean interval (validated chunk-wise), when Dask is 
     )  # fmt: skip
 except ImportError:  # pragma: no cover
     pass
+
+
+def _json_interval(path):
+    import json
+
+    if not path.exists():
+        return []
+    rec = json.loads(path.read_text())
+    return [rec["lower"], rec["upper"], rec["estimate"]]
 
 
 def _json_released(path):

@@ -261,11 +261,21 @@ def sample_repetitions(
     s = g if e <= 1 else g / e
     rho = (1 - g) / (1 - s)
     # h(k) = ρ^k ∏_{l=1}^{k-1} (l+η)/(l+1); its maximiser k* (1 when η <= 1)
-    k_star, h_star = 1, Fraction(1)
-    while rho * (k_star + e) / (k_star + 1) > 1:
-        h_star *= rho * (k_star + e) / (k_star + 1)
+    k_star = 1  # exact ratio test only (small fractions); h(k*) itself is needed exactly only
+    while rho * (k_star + e) / (k_star + 1) > 1:  # in the rare undecided case (exact below)
         k_star += 1
-    rf, ef, hf = float(rho), float(eta), float(h_star)
+    rf, ef = float(rho), float(eta)
+    hf = math.prod(rf * (l_ + ef) / (l_ + 1) for l_ in range(1, k_star))
+    h_star_cache: list[Fraction] = []
+
+    def h_star() -> Fraction:
+        if not h_star_cache:
+            out = Fraction(1)
+            for l_ in range(1, k_star):
+                out *= rho * (l_ + e) / (l_ + 1)
+            h_star_cache.append(out)
+        return h_star_cache[0]
+
     while True:
         k = 1 + _geometric_failures(1 - s, rng)
         # a_k = h(k)/h(k*), h(k)/h(1) = ∏_{l=1}^{k-1} ρ (l+η)/(l+1)
@@ -275,7 +285,7 @@ def sample_repetitions(
             out = Fraction(1)
             for l_ in range(1, k):
                 out *= rho * (l_ + e) / (l_ + 1)
-            return out / h_star
+            return out / h_star()
 
         if _accept(a, 8 * (k + k_star + 2), exact, rng):
             return k

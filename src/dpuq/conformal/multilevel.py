@@ -161,6 +161,8 @@ def joint_plan(n: int, alphas, epsilon: float, n_bins: int | str = "auto"):
         # ranks must be nondecreasing along the draw's order (rounding could break ties)
         ranks = np.maximum.accumulate([level[i] for i in active])
         level[active] = ranks
+        for i, size in zip(active, sizes, strict=True):  # the certificate at the rank used
+            cover[i] = _cert(n, level[i] * n, eps, size + 1)
     return m, level, cover
 
 

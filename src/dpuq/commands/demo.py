@@ -73,9 +73,11 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--temperature-scaling",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="hold some training people out and release each private model's softmax "
-        "temperature with ε-DP on them (private temperature scaling; extra rows)",
+        "temperature with ε-DP on them (private temperature scaling; extra rows; on by "
+        "default, --no-temperature-scaling turns it off)",
     )
     p.add_argument(
         "--temperature-epsilon",
@@ -88,7 +90,7 @@ def register(subparsers) -> None:
         "--n-temperature",
         type=int,
         default=None,
-        help="held-out people for temperature scaling (digits 300, Fashion-MNIST 2000)",
+        help="held-out people for temperature scaling (digits 200, Fashion-MNIST 2000)",
     )
     p.add_argument("--out", default="dpuq-report", help="report folder (dpuq-report)")
     p.add_argument("--no-report", action="store_true", help="print the table only")
@@ -101,6 +103,9 @@ def _command(args: argparse.Namespace) -> str:
     skip = {"func", "command", "no_progress"}
     parts = ["dpuq", "demo"]
     for key, value in vars(args).items():
+        if key == "temperature_scaling":  # on by default: only its absence is news
+            parts += [] if value else ["--no-temperature-scaling"]
+            continue
         if key in skip or value is None or value is False:
             continue
         flag = f"--{key.replace('_', '-')}"

@@ -18,10 +18,15 @@ Steps (``dpuq demo``):
 6. **Report.** A terminal table and ``dpuq-report/`` (PNG figures and one self-contained HTML
    page), written to a temporary folder and renamed when complete.
 
-Optional (``temperature_scaling=True``, ``dpuq demo --temperature-scaling``): some training
-people are held out (not trained on) and each private model's softmax temperature is released
-by private temperature scaling on them (:func:`dpuq.training.private_temperature_scaling`);
-the scaled models are extra rows.
+By default (``temperature_scaling=True``; ``dpuq demo --no-temperature-scaling`` turns it
+off) some training people are held out (not trained on) and each private model's softmax
+temperature is released by private temperature scaling on them
+(:func:`dpuq.training.private_temperature_scaling`); the scaled models are extra rows.
+
+Models (issue 24): every setting comes from the data-free recipe of
+:func:`dpuq.training.train_classifier` (only the method, ε and δ are passed), and the model
+family from public quantities (:func:`dpuq.experiments.models.model_family`): fixed features
+and a linear head when ``N·ε`` is small (Tramèr and Boneh 2021), a small CNN otherwise.
 
 Privacy of the whole pipeline: training, temperature scaling and calibration use disjoint
 people, so parallel composition applies (:func:`dpuq.report.compose_disjoint`): each person is
@@ -107,7 +112,7 @@ def _load_data(config: DemoConfig, rng: np.random.Generator) -> DemoData:
 def _n_temperature(config: DemoConfig, n_train: int) -> int:
     n = config.n_temperature
     if n is None:
-        n = 300 if config.data == "digits" else 2000
+        n = 200 if config.data == "digits" else 2000
     n = check_positive_int(n, "n_temperature", minimum=10)
     if n > n_train - 50:
         raise ValueError(

@@ -45,7 +45,7 @@ class DemoConfig:
     probs_path: str | None = None
     labels_path: str | None = None
     data_dir: str | None = None
-    temperature_scaling: bool = False
+    temperature_scaling: bool = True  # private models: private temperature scaling
     temperature_epsilon: float | None = None  # default: the calibration ε
     n_temperature: int | None = None  # held-out people for it (default per data set)
 

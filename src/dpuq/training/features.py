@@ -149,7 +149,13 @@ def scatter_features(
 
 
 def synthetic_images(
-    n: int, *, n_classes: int = 10, side: int = 8, noise: float = 0.15, seed: int = 0
+    n: int,
+    *,
+    n_classes: int = 10,
+    side: int = 8,
+    noise: float = 0.1,
+    jitter: float = 0.03,
+    seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Public synthetic stroke images: the recipe's tuning data (never a reported data set).
 
@@ -170,7 +176,7 @@ def synthetic_images(
     ends = glyph_rng.uniform(0.15, 0.85, size=(n_classes, 3, 2, 2))
     y = np.arange(n) % n_classes
     rng.shuffle(y)
-    e = ends[y] + rng.normal(0, 0.06, size=(n, 3, 2, 2))
+    e = ends[y] + rng.normal(0, jitter, size=(n, 3, 2, 2))
     shift = rng.integers(-(side // 8), side // 8 + 1, size=(n, 1, 2)) / side
     grid = (np.arange(side) + 0.5) / side
     py, px = np.meshgrid(grid, grid, indexing="ij")

@@ -14,7 +14,7 @@ from opacus.optimizers import DPOptimizer
 from dpuq.accounting import dpsgld_noise_multiplier
 from dpuq.training.recipe import CLIPPING
 
-__all__ = ["CLIPPING", "DPSGDOptimizer", "DPSGLDOptimizer", "NORMALIZED_STABILITY"]
+__all__ = ["CLIPPING", "NORMALIZED_STABILITY", "DPSGDOptimizer", "DPSGLDOptimizer"]
 
 #: AUTO-S's stability constant γ (Bu et al. 2023 use 0.01).
 NORMALIZED_STABILITY = 0.01

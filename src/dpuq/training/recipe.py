@@ -22,7 +22,7 @@ size give the same recipe). Its rules, and where each comes from:
   no momentum, a constant learning rate, and the average of late iterates' weights
   (Polyak-Ruppert; their EMA) released for DP-SGD. Averaging is post-processing.
 - **DP-SGLD** (Knolle et al. 2021, SPEC B) shares the batch, steps and clipping, and gets a
-  Welling-Teh polynomial decay ``η_t = η_0 (1 + t/(T/4))^(−1/2)`` (the rate falls to ~45%), the
+  Welling-Teh polynomial decay ``η_t = η_0 (1 + t/T)^(−1/2)`` (the rate falls to ~71%), the
   temperature calibrated to the budget (``"auto"``: the coldest that runs every step) and the
   posterior predictive average of late samples; a standard-normal prior (weight decay
   ``1/N``). With a constant rate it would be DP-SGD with iterate averaging exactly.
@@ -75,6 +75,10 @@ MIN_NOISE_MULTIPLIER = 2.0
 LEARNING_RATE = 0.5
 #: Late iterates averaged, and the fraction of the steps before the first one.
 AVERAGED_ITERATES, AVERAGING_START = 20, 0.5
+#: DP-SGLD: the rate's decay scale as a fraction of the planned steps, and the prior's std.
+SGLD_DECAY_SCALE, SGLD_PRIOR_STD = 1.0, 1.0
+#: Largest sampling rate B/N.
+MAX_SAMPLE_RATE = 0.5
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,7 @@ def auto_recipe(
     if batch < floor:  # keep the epochs, take fewer, larger batches: T = (E / (σ_min μ))²
         steps = max(1.0, (epochs / (MIN_NOISE_MULTIPLIER * mu)) ** 2)
         batch = epochs * n / steps
-    batch_size = int(min(max(16, round(batch)), n // 2 if n >= 32 else n))
+    batch_size = int(min(max(16, round(batch)), max(2, int(MAX_SAMPLE_RATE * n))))
     sources = {
         "clipping": "normalized, C = 1 (automatic clipping, Bu et al. NeurIPS 2023)",
         "epochs": f"compute budget: {EXAMPLE_BUDGET:,} per-example gradients, scaled by "
@@ -196,12 +200,12 @@ def auto_recipe(
         return Recipe(learning_rate=LEARNING_RATE, averaging="weights", sources=sources, **common)
     planned = max(1, round(epochs * n / batch_size))
     sources.update(
-        learning_rate=f"Welling-Teh decay {LEARNING_RATE:g}·(1 + t/(T/4))^(-1/2) (SPEC B)",
+        learning_rate=f"Welling-Teh decay {LEARNING_RATE:g}·(1 + t/T)^(-1/2) (SPEC B)",
         temperature="auto: the coldest that runs every planned step (SPEC B)",
         averaging="posterior predictive average of late samples (Welling and Teh 2011)",
         prior_std="1 (standard-normal prior, weight decay 1/N)",
     )
     return Recipe(
-        learning_rate=PolynomialDecay(LEARNING_RATE, gamma=0.5, scale=max(1.0, planned / 4)),
-        averaging="predictive", prior_std=1.0, temperature=AUTO, sources=sources, **common,
+        learning_rate=PolynomialDecay(LEARNING_RATE, gamma=0.5, scale=max(1.0, SGLD_DECAY_SCALE * planned)),
+        averaging="predictive", prior_std=SGLD_PRIOR_STD, temperature=AUTO, sources=sources, **common,
     )  # fmt: skip

@@ -218,8 +218,9 @@ def train_classifier(
     noise_multiplier : float, optional
         DP-SGD's σ; default: calibrated to the budget and planned steps.
     temperature : float or "auto"
-        DP-SGLD's ``T > 0`` (default for ``"dpsgld"``: ``"auto"``). ``"auto"``: the smallest T whose planned
-        schedule fits in the budget (:func:`dpuq.accounting.calibrate_temperature`), so the
+        DP-SGLD's ``T > 0`` (default for ``"dpsgld"``: ``"auto"``). ``"auto"``: the smallest T
+        whose planned schedule fits in the budget
+        (:func:`dpuq.accounting.calibrate_temperature`), so the
         budget lasts exactly the planned epochs, like DP-SGD's calibrated σ.
     pre_noise_scale : float, default 0
         DP-SGLD's pre-noise standard deviation (per coordinate of each per-example gradient).
@@ -326,8 +327,8 @@ def train_classifier(
         ).as_kwargs()
         follow = isinstance(learning_rate, str) and learning_rate == AUTO
         for k in auto_keys:
-            settings[k] = recipe_used[k] if follow or k in ("epochs", "batch_size") else (
-                CLASSIC_DEFAULTS[k]
+            settings[k] = (
+                recipe_used[k] if follow or k in ("epochs", "batch_size") else (CLASSIC_DEFAULTS[k])
             )
     epochs, batch_size, learning_rate = (
         settings["epochs"], settings["batch_size"], settings["learning_rate"]

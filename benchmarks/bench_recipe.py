@@ -5,8 +5,9 @@
 2. Wall time of ``train_classifier(method="dpsgd")`` (noise calibrated by PLD, normalised
    clipping, Poisson sampling, the budget check) against a plain Opacus loop
    (``PrivacyEngine.make_private`` with a given σ, Poisson sampling, flat clipping) on the same
-   ``small_cnn`` (28×28), the same data (random images), the same steps; median of 3, one torch
-   thread. The ratio is per run of 2 epochs (so the one-off calibration counts).
+   ``small_cnn`` (28×28), the same data (random images), the same steps; median of 3
+   interleaved rounds, one torch thread. The ratio is per run of 2 epochs (so the one-off
+   calibration counts).
 
 Run: ``.venv/bin/python benchmarks/bench_recipe.py``. Figures: docs/benchmarks.md.
 """
@@ -86,18 +87,18 @@ def training() -> None:
                 if done >= steps:
                     break
 
-    rows = {}
-    for name, fn in [
+    runs = [
         ("plain Opacus loop (σ given, flat clipping)", opacus_run),
         ("dpuq train_classifier, flat clipping", lambda: dpuq_run("flat")),
         ("dpuq train_classifier, normalised clipping", lambda: dpuq_run("normalized")),
-    ]:
-        times = []
-        for _ in range(3):
+    ]
+    times: dict[str, list[float]] = {name: [] for name, _ in runs}
+    for _ in range(3):  # interleaved, so that a change in machine load hits all alike
+        for name, fn in runs:
             start = time.perf_counter()
             fn()
-            times.append(time.perf_counter() - start)
-        rows[name] = statistics.median(times)
+            times[name].append(time.perf_counter() - start)
+    rows = {name: statistics.median(t) for name, t in times.items()}
     ref = rows["plain Opacus loop (σ given, flat clipping)"]
     print(f"\n{'training, small_cnn 28x28, N=4000, B=200, 2 epochs':<52}{'s/epoch':>8}{'ratio':>8}")
     for name, t in rows.items():

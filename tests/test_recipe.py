@@ -79,8 +79,10 @@ class TestRecipeIsDataFree:
     def test_bad_clipping_is_named(self):
         x, y = synthetic_images(50, seed=2)
         with pytest.raises(ValueError, match="clipping"):
-            train_classifier(nn.Linear(64, 10), (x.reshape(50, -1), y), method="dpsgd",
-                             epsilon=1.0, delta=1e-5, clipping="soft", show_progress=False)  # fmt: skip
+            train_classifier(
+                nn.Linear(64, 10), (x.reshape(50, -1), y), method="dpsgd", epsilon=1.0,
+                delta=1e-5, clipping="soft", show_progress=False,
+            )  # fmt: skip
 
 
 class TestNormalizedClipping:

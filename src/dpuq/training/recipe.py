@@ -32,9 +32,9 @@ Model choice (group normalisation instead of batch norm; fixed features plus a l
 small data, Tramèr and Boneh 2021) is the caller's: :mod:`dpuq.training.features` and
 :func:`dpuq.training.choose_model_family`.
 
-The constants were tuned on public data that dpuq does not report on (synthetic images of
-:func:`dpuq.training.features.synthetic_images` and scikit-learn's ``wine`` and
-``breast_cancer``), never on digits or Fashion-MNIST: see ``docs/training.md``.
+The constants were tuned on public data that dpuq does not report on (the synthetic images of
+:func:`dpuq.training.features.synthetic_images`, 8×8 and 28×28), never on digits or
+Fashion-MNIST: see ``docs/training.md``.
 """
 
 from __future__ import annotations
@@ -205,7 +205,8 @@ def auto_recipe(
         averaging="posterior predictive average of late samples (Welling and Teh 2011)",
         prior_std="1 (standard-normal prior, weight decay 1/N)",
     )
+    decay = PolynomialDecay(LEARNING_RATE, gamma=0.5, scale=max(1.0, SGLD_DECAY_SCALE * planned))
     return Recipe(
-        learning_rate=PolynomialDecay(LEARNING_RATE, gamma=0.5, scale=max(1.0, SGLD_DECAY_SCALE * planned)),
-        averaging="predictive", prior_std=SGLD_PRIOR_STD, temperature=AUTO, sources=sources, **common,
+        learning_rate=decay, averaging="predictive", prior_std=SGLD_PRIOR_STD,
+        temperature=AUTO, sources=sources, **common,
     )  # fmt: skip

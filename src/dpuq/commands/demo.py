@@ -37,7 +37,7 @@ def register(subparsers) -> None:
         "demo",
         help="private model + private prediction sets on sklearn's digits, with a report "
         "(the main job)",
-        description="Train a small network three ways (SGD, DP-SGD, DP-SGLD at the same "
+        description="Train a model three ways (SGD, DP-SGD, DP-SGLD at the same "
         "(epsilon, delta)), calibrate each with the non-private and the epsilon-DP conformal "
         "threshold on other people, evaluate over many random calibration/test splits, print "
         "a table and write dpuq-report/ (figures and one self-contained HTML page).",

@@ -8,8 +8,9 @@ Steps (``dpuq demo``):
 2. **People.** One random split into *training* people and *held-out* people; the held-out
    ones are split again, many times, into *calibration* and *test* people. Nobody is in two
    roles within a split.
-3. **Models.** A model (family by a public rule) trained three ways on the training people: plain SGD (not
-   private), DP-SGD and DP-SGLD at the same (ε, δ) (:mod:`dpuq.experiments.models`).
+3. **Models.** A model (family by a public rule) trained three ways on the training people:
+   plain SGD (not private), DP-SGD and DP-SGLD at the same (ε, δ)
+   (:mod:`dpuq.experiments.models`).
 4. **Calibration.** Each model's threshold from the calibration people: the non-private
    split-conformal one and the ε-DP one (:func:`dpuq.calibrate`), on the same splits.
 5. **Evaluation.** On the test people of every split: coverage, set sizes, singletons

@@ -44,7 +44,10 @@ def fashion(seeds: list[int], methods=("dpsgd", "sgd"), epsilon: float = 1.0) ->
             times.append(time.perf_counter() - start)
             probs = predict_proba(model, test.images[:, None].astype(np.float32))
             accs.append(float(np.mean(probs.argmax(1) == test.labels)))
-            print(f"fashion {method} ε={epsilon:g} seed {seed}: acc {accs[-1]:.4f} {times[-1]:.0f} s", flush=True)
+            print(
+                f"fashion {method} ε={epsilon:g} seed {seed}: acc {accs[-1]:.4f} {times[-1]:.0f} s",
+                flush=True,
+            )
         print(
             f"fashion {method}: median acc {statistics.median(accs):.4f}, "
             f"median {statistics.median(times):.0f} s"

@@ -92,7 +92,9 @@ class TestQuickDemo:
         _, out, _ = quick_demo
         results = json.loads((out / "results.json").read_text())
         models = {p["model"]: p["training_privacy"] for p in results["pipelines"]}
-        assert set(models) == {"SGD (not private)", "DP-SGD", "DP-SGLD"}
+        # private temperature scaling is on by default (issue 24): the scaled models are rows
+        assert set(models) == {"SGD (not private)", "DP-SGD", "DP-SGLD", "DP-SGD + private TS",
+                               "DP-SGLD + private TS"}  # fmt: skip
         assert models["SGD (not private)"] is None
         for name in ("DP-SGD", "DP-SGLD"):
             assert models[name]["epsilon"] <= 3.0 + 1e-9 and models[name]["delta"] == 1e-5

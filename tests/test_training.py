@@ -179,6 +179,7 @@ class TestEndToEnd:
             delta=1e-5,
             epochs=3,
             batch_size=60,
+            learning_rate=0.1,  # own rate: classic settings (flat clipping, last iterate)
             random_state=1,
             show_progress=False,
         )
@@ -232,7 +233,7 @@ class TestEndToEnd:
     def test_dpsgd_weight_averaging_and_deprecated_alias(self, digits):
         x, y = digits
         kw = dict(method="dpsgd", epsilon=2.0, delta=1e-5, epochs=2, batch_size=60,
-                  random_state=0, show_progress=False)  # fmt: skip
+                  learning_rate=0.1, random_state=0, show_progress=False)  # fmt: skip
         torch.manual_seed(0)
         model, report = train_classifier(
             small_cnn(10, image_size=8), (x, y), iterate_averaging=5, averaging="weights", **kw
@@ -330,6 +331,6 @@ class TestBadInput:
         with pytest.raises(ValueError, match="not private"):
             self._train(digits, method="sgd", temperature=None)
         with pytest.raises(ValueError, match="temperature"):
-            self._train(digits, temperature=None)
+            self._train(digits, method="dpsgd", temperature="auto")
         with pytest.raises(ValueError, match="momentum"):
             self._train(digits, momentum=0.9)

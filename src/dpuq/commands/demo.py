@@ -37,7 +37,7 @@ def register(subparsers) -> None:
         "demo",
         help="private model + private prediction sets on sklearn's digits, with a report "
         "(the main job)",
-        description="Train a small network three ways (SGD, DP-SGD, DP-SGLD at the same "
+        description="Train a model three ways (SGD, DP-SGD, DP-SGLD at the same "
         "(epsilon, delta)), calibrate each with the non-private and the epsilon-DP conformal "
         "threshold on other people, evaluate over many random calibration/test splits, print "
         "a table and write dpuq-report/ (figures and one self-contained HTML page).",
@@ -88,9 +88,11 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--temperature-scaling",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="hold some training people out and release each private model's softmax "
-        "temperature with ε-DP on them (private temperature scaling; extra rows)",
+        "temperature with ε-DP on them (private temperature scaling; extra rows; on by "
+        "default, --no-temperature-scaling turns it off)",
     )
     p.add_argument(
         "--temperature-epsilon",
@@ -103,7 +105,7 @@ def register(subparsers) -> None:
         "--n-temperature",
         type=int,
         default=None,
-        help="held-out people for temperature scaling (digits 300, Fashion-MNIST 2000)",
+        help="held-out people for temperature scaling (digits 200, Fashion-MNIST 2000)",
     )
     p.add_argument("--out", default="dpuq-report", help="report folder (dpuq-report)")
     p.add_argument("--no-report", action="store_true", help="print the table only")
@@ -116,6 +118,9 @@ def _command(args: argparse.Namespace) -> str:
     skip = {"func", "command", "no_progress"}
     parts = ["dpuq", "demo"]
     for key, value in vars(args).items():
+        if key == "temperature_scaling":  # on by default: only its absence is news
+            parts += [] if value else ["--no-temperature-scaling"]
+            continue
         if key in skip or value is None or value is False:
             continue
         flag = f"--{key.replace('_', '-')}"

@@ -8,8 +8,9 @@ Steps (``dpuq demo``):
 2. **People.** One random split into *training* people and *held-out* people; the held-out
    ones are split again, many times, into *calibration* and *test* people. Nobody is in two
    roles within a split.
-3. **Models.** A small network trained three ways on the training people: plain SGD (not
-   private), DP-SGD and DP-SGLD at the same (ε, δ) (:mod:`dpuq.experiments.models`).
+3. **Models.** A model (family by a public rule) trained three ways on the training people:
+   plain SGD (not private), DP-SGD and DP-SGLD at the same (ε, δ)
+   (:mod:`dpuq.experiments.models`).
 4. **Calibration.** Each model's threshold from the calibration people: the non-private
    split-conformal one and the ε-DP one (:func:`dpuq.calibrate`), on the same splits.
 5. **Evaluation.** On the test people of every split: coverage, set sizes, singletons
@@ -18,10 +19,15 @@ Steps (``dpuq demo``):
 6. **Report.** A terminal table and ``dpuq-report/`` (PNG figures and one self-contained HTML
    page), written to a temporary folder and renamed when complete.
 
-Optional (``temperature_scaling=True``, ``dpuq demo --temperature-scaling``): some training
-people are held out (not trained on) and each private model's softmax temperature is released
-by private temperature scaling on them (:func:`dpuq.training.private_temperature_scaling`);
-the scaled models are extra rows.
+By default (``temperature_scaling=True``; ``dpuq demo --no-temperature-scaling`` turns it
+off) some training people are held out (not trained on) and each private model's softmax
+temperature is released by private temperature scaling on them
+(:func:`dpuq.training.private_temperature_scaling`); the scaled models are extra rows.
+
+Models (issue 24): every setting comes from the data-free recipe of
+:func:`dpuq.training.train_classifier` (only the method, ε and δ are passed), and the model
+family from public quantities (:func:`dpuq.experiments.models.model_family`): fixed features
+and a linear head when ``N·ε`` is small (Tramèr and Boneh 2021), a small CNN otherwise.
 
 Privacy of the whole pipeline: training, temperature scaling and calibration use disjoint
 people, so parallel composition applies (:func:`dpuq.report.compose_disjoint`): each person is
@@ -108,7 +114,7 @@ def _load_data(config: DemoConfig, rng: np.random.Generator) -> DemoData:
 def _n_temperature(config: DemoConfig, n_train: int) -> int:
     n = config.n_temperature
     if n is None:
-        n = 300 if config.data == "digits" else 2000
+        n = 200 if config.data == "digits" else 2000
     n = check_positive_int(n, "n_temperature", minimum=10)
     if n > n_train - 50:
         raise ValueError(

@@ -9,7 +9,14 @@ import numpy as np
 
 from dpuq._progress import progress
 from dpuq.experiments.common import markdown_table, write_results
-from dpuq.experiments.demo_results import TABLE_HEADER, format_demo, privacy_text, table_rows
+from dpuq.experiments.demo_results import (
+    TABLE_HEADER,
+    format_demo,
+    gap_text,
+    model_choice_text,
+    privacy_text,
+    table_rows,
+)
 from dpuq.experiments.output import atomic_output_dir
 from dpuq.experiments.plots import COLOURS, grid_histograms, new_figure, save
 from dpuq.experiments.report_html import Example, ReportPage, figure_png, image_png, render_page
@@ -351,12 +358,17 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
             f"(about {round(100 * result.config.alpha)} in 100 may)."
         ),
         caveats=_caveats(result),
-        summary=_summary(result),
+        summary=_summary(result) + ([gap_text(result)] if gap_text(result) else []),
         table_notes=_table_notes(),
         privacy_intro=_privacy_intro(result),
         glossary=_glossary(),
         details=[
             ("Terminal summary", format_demo(result)),
+            *(
+                [("Model choice and training settings", model_choice_text(result))]
+                if model_choice_text(result)
+                else []
+            ),
             *_class_details(result),
             ("Command", command),
             *[

@@ -9,7 +9,7 @@ model is trained and the private rows say why they are missing.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -100,35 +100,32 @@ def train_three_ways(
     )
 
 
-@dataclass(frozen=True)
-class TrainingPlan:
-    """Hyperparameters of the three trainings for one data set (public, data-free)."""
+def model_family(n_train: int, side: int, epsilon: float) -> tuple[str, str]:
+    """The demo's model family from public quantities (N, image side, ε) and the reason.
 
-    epochs: float
-    batch_size: int
-    dp_learning_rate: float
-    sgld_initial_rate: float
-    sgd_learning_rate: float = 0.1
-    max_grad_norm: float = 1.0
-    sgld_gamma: float = 0.55
-    sgld_pre_noise: float = 0.0
-    prior_std: float = 1.0
+    :func:`dpuq.training.features.choose_model_family` (Tramèr and Boneh 2021) picks fixed
+    features + a linear head for small ``N·ε``. The fixed features are scattering features for
+    images larger than 16 pixels; for smaller ones the scattering filters (9×9 at the first
+    scale) are larger than the image, so the pixels themselves are the fixed features.
+    """
+    from dpuq.training.features import choose_model_family
 
-
-# tuned on digits at ε = 3 (acc. ~0.87 for both private)
-SMALL_IMAGES = TrainingPlan(epochs=40, batch_size=64, dp_learning_rate=0.25, sgld_initial_rate=0.5)
-# the settings of dpuq.experiments.dpsgld for Fashion-MNIST
-LARGE_IMAGES = TrainingPlan(epochs=2, batch_size=256, dp_learning_rate=3.0, sgld_initial_rate=3.0)
+    family, why = choose_model_family(n_train, epsilon)
+    if family == "features" and side <= 16:
+        return "pixels", why.replace(
+            "fixed scattering features", f"the {side}×{side} pixels as fixed features"
+        ) + f" (scattering filters are larger than {side}-pixel images)"
+    return family, why
 
 
-def training_plan(n_train: int, image_size: int, epochs: float | None, quick: bool):
-    """Settings used by :func:`train_three_ways`: small images (digits) or 28×28 ones."""
-    plan = SMALL_IMAGES if image_size <= 16 else LARGE_IMAGES
-    if epochs is not None:
-        plan = replace(plan, epochs=float(epochs))
-    elif quick:
-        plan = replace(plan, epochs=max(1.0, plan.epochs / 4))
-    return plan
+def _inputs(family: str, x: np.ndarray) -> np.ndarray:
+    from dpuq.training.features import scatter_features
+
+    if family == "pixels":
+        return np.asarray(x.reshape(len(x), -1), dtype=np.float32)
+    if family == "features":
+        return scatter_features(x)
+    return np.asarray(x[:, None], dtype=np.float32)
 
 
 def _train_torch(
@@ -136,67 +133,68 @@ def _train_torch(
 ) -> list[TrainedModel]:
     import torch
 
-    from dpuq.training import PolynomialDecay
-
     side = int(x_train.shape[-1])
     if x_train.ndim != 3 or x_train.shape[1] != side:
         raise ValueError(f"expected square images (N, H, W), got shape {x_train.shape}")
-    plan = training_plan(len(y_train), side, epochs, quick)
-    xt = torch.as_tensor(x_train[:, None], dtype=torch.float32)
-    yt = torch.as_tensor(y_train, dtype=torch.int64)
-    xe = np.asarray(x_eval[:, None], dtype=np.float32)
-    batch = min(plan.batch_size, len(y_train) // 2)
-    steps = max(1, round(plan.epochs * len(y_train) / batch))
-    decay_scale = 100.0 if side <= 16 else max(1.0, steps / 10)
-    runs = [
-        (NOT_PRIVATE, {"method": "sgd", "learning_rate": plan.sgd_learning_rate,
-                       "momentum": 0.9}),
-        (DP_SGD, {"method": "dpsgd", "epsilon": epsilon, "delta": delta,
-                  "learning_rate": plan.dp_learning_rate, "max_grad_norm": plan.max_grad_norm}),
-        (DP_SGLD, {"method": "dpsgld", "epsilon": epsilon, "delta": delta,
-                   "learning_rate": PolynomialDecay(plan.sgld_initial_rate,
-                                                    gamma=plan.sgld_gamma, scale=decay_scale),
-                   "temperature": "auto", "pre_noise_scale": plan.sgld_pre_noise,
-                   "prior_std": plan.prior_std, "max_grad_norm": plan.max_grad_norm}),
-    ]  # fmt: skip
-    models = []
+    family, why = model_family(len(y_train), side, epsilon)
     threads = torch.get_num_threads()
     # One intra-op thread: on a busy 2-core machine more threads made a 10-epoch digits run
     # 14x slower (42 s against 3 s) and a Fashion-MNIST DP-SGD run 3x slower.
     torch.set_num_threads(1)
     try:
-        models = _run_all(runs, xt, yt, xe, side, n_classes, plan, batch, seed, show_progress)
+        xt = torch.as_tensor(_inputs(family, x_train))
+        xe = _inputs(family, x_eval)
+        yt = torch.as_tensor(y_train, dtype=torch.int64)
+        runs = [
+            (NOT_PRIVATE, {"method": "sgd"}),
+            (DP_SGD, {"method": "dpsgd", "epsilon": epsilon, "delta": delta}),
+            (DP_SGLD, {"method": "dpsgld", "epsilon": epsilon, "delta": delta}),
+        ]
+        models = []
+        for i, (name, kwargs) in enumerate(runs):
+            torch.manual_seed(seed + i)
+            if family == "cnn":
+                from dpuq.training import small_cnn
+
+                net = small_cnn(n_classes, image_size=side)
+            else:
+                net = torch.nn.Linear(xt.shape[1], n_classes)
+            extra = {}
+            if epochs is not None:
+                extra["epochs"] = float(epochs)
+            elif quick and family == "cnn":
+                extra["epochs"] = 2.0
+            models.append(
+                _run_one(name, net, (xt, yt), xe, kwargs, extra, seed, i, show_progress,
+                         family, why)
+            )  # fmt: skip
     finally:
         torch.set_num_threads(threads)
     return models
 
 
-def _run_all(runs, xt, yt, xe, side, n_classes, plan, batch, seed, show_progress):
-    import torch
+def _run_one(name, net, data, xe, kwargs, extra, seed, i, show_progress, family, why):
+    from dpuq.training import predict_proba, train_classifier
 
-    from dpuq.training import predict_proba, small_cnn, train_classifier
-
-    models = []
-    for i, (name, kwargs) in enumerate(runs):
-        torch.manual_seed(seed + i)
-        start = time.perf_counter()
-        net = small_cnn(n_classes, image_size=side)
-        net, report = train_classifier(
-            net,
-            (xt, yt),
-            epochs=plan.epochs,
-            batch_size=batch,
-            random_state=np.random.default_rng([seed, i]),
-            show_progress=show_progress,
-            ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
-            **kwargs,
-        )
-        probs = predict_proba(net, xe)
-        info = {
-            "epochs": plan.epochs,
-            "batch_size": batch,
-            "method": kwargs["method"],
-            "training seconds": round(time.perf_counter() - start, 1),
-        }
-        models.append(TrainedModel(name, probs, None if name == NOT_PRIVATE else report, info))
-    return models
+    start = time.perf_counter()
+    net, report = train_classifier(
+        net,
+        data,
+        random_state=np.random.default_rng([seed, i]),
+        show_progress=show_progress,
+        ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
+        **kwargs,
+        **extra,
+    )
+    probs = predict_proba(net, xe)
+    d = report.details
+    info = {
+        "model family": family,
+        "why this family": why,
+        "epochs": round(float(d.get("steps", 0)) * d["expected batch size"] / d["n_samples"], 1),
+        "batch_size": int(d["expected batch size"]),
+        "method": kwargs["method"],
+        "settings": "data-free recipe (dpuq.training.recipe)",
+        "training seconds": round(time.perf_counter() - start, 1),
+    }
+    return TrainedModel(name, probs, None if name == NOT_PRIVATE else report, info)

@@ -12,8 +12,61 @@ import torch
 from opacus.optimizers import DPOptimizer
 
 from dpuq.accounting import dpsgld_noise_multiplier
+from dpuq.training.recipe import CLIPPING
 
-__all__ = ["DPSGLDOptimizer"]
+__all__ = ["CLIPPING", "NORMALIZED_STABILITY", "DPSGDOptimizer", "DPSGLDOptimizer"]
+
+#: AUTO-S's stability constant γ (Bu et al. 2023 use 0.01).
+NORMALIZED_STABILITY = 0.01
+
+
+def _normalize_grad_samples(optimizer: DPOptimizer, gamma: float) -> None:
+    """Rescale each per-example gradient to ``g·C/(||g|| + γ)`` in place (AUTO-S).
+
+    Its norm ``C·||g||/(||g|| + γ)`` is below ``C``, so Opacus' own clipping that follows leaves
+    it unchanged and still bounds the sensitivity by ``C`` whatever happens here: the privacy
+    argument is Opacus' clipping, unchanged.
+    """
+    samples = [optimizer._get_flat_grad_sample(p) for p in optimizer.params]
+    if not samples or len(samples[0]) == 0:
+        return
+    norms = torch.stack([g.reshape(len(g), -1).norm(2, dim=-1) for g in samples], dim=1)
+    factor = optimizer.max_grad_norm / (norms.norm(2, dim=1) + gamma)
+    for p, g in zip(optimizer.params, samples, strict=True):
+        p.grad_sample = g.mul_(factor.view(-1, *([1] * (g.ndim - 1))).to(g.dtype))
+
+
+class DPSGDOptimizer(DPOptimizer):
+    """Opacus' DP-SGD optimizer with a choice of clipping: flat (Opacus) or normalised.
+
+    ``clipping="normalized"`` rescales every per-example gradient to ``C·g/(||g|| + γ)``
+    before Opacus clips at ``C`` (a no-op then) and adds ``N(0, σ² C² I)`` to the sum: the
+    automatic clipping of Bu et al. (NeurIPS 2023), whose update does not depend on ``C`` up to
+    the learning rate, so ``C`` needs no tuning. Sensitivity and noise are Opacus' (``C``,
+    ``σC``), so the privacy accounting is that of DP-SGD, unchanged.
+
+    Examples
+    --------
+    >>> from opacus import GradSampleModule
+    >>> net = GradSampleModule(torch.nn.Linear(3, 2))
+    >>> opt = DPSGDOptimizer(torch.optim.SGD(net.parameters(), lr=0.1), noise_multiplier=1.0,
+    ...                      max_grad_norm=1.0, expected_batch_size=4, clipping="normalized")
+    >>> opt.clipping
+    'normalized'
+    """
+
+    def __init__(self, optimizer, *, clipping: str = "flat", **kwargs) -> None:
+        if clipping not in CLIPPING:
+            raise ValueError(f"clipping must be one of {CLIPPING}, got {clipping!r}")
+        self.clipping = clipping
+        kwargs.setdefault("loss_reduction", "mean")
+        super().__init__(optimizer, **kwargs)
+
+    def clip_and_accumulate(self) -> None:
+        """Normalise (when asked), then let Opacus clip and sum."""
+        if self.clipping == "normalized":
+            _normalize_grad_samples(self, NORMALIZED_STABILITY)
+        super().clip_and_accumulate()
 
 
 class DPSGLDOptimizer(DPOptimizer):
@@ -61,6 +114,8 @@ class DPSGLDOptimizer(DPOptimizer):
         Standard deviation of the pre-noise added to every per-example gradient coordinate.
     generator : torch.Generator, optional
         Source of the noise (default: torch's global generator).
+    clipping : {"flat", "normalized"}, default "flat"
+        As in :class:`DPSGDOptimizer` (normalised: Bu et al. 2023; Opacus still clips at C).
 
     Attributes
     ----------
@@ -78,7 +133,11 @@ class DPSGLDOptimizer(DPOptimizer):
         temperature: float,
         pre_noise_scale: float = 0.0,
         generator: torch.Generator | None = None,
+        clipping: str = "flat",
     ) -> None:
+        if clipping not in CLIPPING:
+            raise ValueError(f"clipping must be one of {CLIPPING}, got {clipping!r}")
+        self.clipping = clipping
         if not isinstance(optimizer, torch.optim.SGD):
             raise TypeError(
                 f"optimizer must be torch.optim.SGD (DP-SGLD is SGD plus Langevin noise), "
@@ -133,6 +192,8 @@ class DPSGLDOptimizer(DPOptimizer):
                 )
                 # grad_sample is this step's own buffer (Poisson sampling forbids accumulation)
                 p.grad_sample = gs.add_(noise, alpha=self.pre_noise_scale)
+        if self.clipping == "normalized":
+            _normalize_grad_samples(self, NORMALIZED_STABILITY)
         super().clip_and_accumulate()
 
     def pre_step(self, closure=None) -> bool:

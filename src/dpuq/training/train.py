@@ -37,6 +37,7 @@ from dpuq.training.batches import (
     torch_generator,
 )
 from dpuq.training.privacy import plan_noise, private_training_report
+from dpuq.training.recipe import AUTO, CLIPPING, auto_recipe
 from dpuq.training.schedules import as_schedule, learning_rates
 
 __all__ = [
@@ -52,6 +53,11 @@ __all__ = [
 
 #: Training methods of :func:`train_classifier`.
 METHODS = ("sgd", "dpsgd", "dpsgld")
+#: What ``"auto"`` means for the optimiser settings when the learning rate is the user's.
+CLASSIC_DEFAULTS = {
+    "max_grad_norm": 1.0, "clipping": "flat", "momentum": 0.0, "iterate_averaging": 0,
+    "averaging": "predictive", "averaging_start": 0.5, "prior_std": None,
+}  # fmt: skip
 
 
 class TrainingResult(NamedTuple):
@@ -115,20 +121,21 @@ def train_classifier(
     train_data,
     *,
     method: str,
-    epochs: float,
-    batch_size: int,
     epsilon: float | None = None,
     delta: float | None = None,
-    learning_rate=0.1,
-    max_grad_norm: float = 1.0,
+    epochs: float | str = AUTO,
+    batch_size: int | str = AUTO,
+    learning_rate=AUTO,
+    max_grad_norm: float | str = AUTO,
+    clipping: str = AUTO,
     noise_multiplier: float | None = None,
-    temperature: float | None = None,
+    temperature: float | str | None = None,
     pre_noise_scale: float = 0.0,
-    prior_std: float | None = None,
-    iterate_averaging: int = 0,
-    averaging_start: float = 0.5,
-    averaging: str = "predictive",
-    momentum: float = 0.0,
+    prior_std: float | str | None = AUTO,
+    iterate_averaging: int | str = AUTO,
+    averaging_start: float | str = AUTO,
+    averaging: str = AUTO,
+    momentum: float | str = AUTO,
     accountant: str = "pld",
     relation: Relation | str = Relation.REPLACE_ONE,
     loss_fn: nn.Module | None = None,
@@ -140,6 +147,31 @@ def train_classifier(
     dataset: str | None = None,
 ) -> TrainingResult:
     """Train a classifier with SGD, DP-SGD or DP-SGLD on one code path (Opacus underneath).
+
+    ``train_classifier(model, data, method="dpsgd", epsilon=3, delta=1e-5)`` trains well with
+    nothing else: every setting left at ``"auto"`` comes from the data-free recipe
+    :func:`dpuq.training.recipe.auto_recipe`, a function of public quantities only (N, ε, δ,
+    the relation, the model's parameter count, the number of classes), so choosing it costs no
+    privacy. Its rules and their sources (details in :mod:`dpuq.training.recipe`):
+
+    - normalised ("automatic") clipping with ``C = 1``, so C needs no tuning (Bu, Wang, Zha,
+      Karypis, NeurIPS 2023);
+    - a fixed number of steps with the batch from a compute budget, at a noise per averaged
+      gradient σ/B that depends on the steps only (Sander, Stock, Sablayrolles 2023, "TAN
+      without a burn"), σ kept >= 2;
+    - large batches, many steps, no momentum, a constant rate and averaged late weights (De,
+      Berrada, Hayes, Smith, Balle 2022);
+    - DP-SGLD: a Welling-Teh decaying rate, the temperature calibrated to the budget, the
+      posterior predictive average and a standard-normal prior (Knolle et al. 2021, SPEC B).
+
+    The optimiser settings (``clipping``, ``momentum``, averaging, ``prior_std``,
+    ``max_grad_norm``) follow the recipe when ``learning_rate`` is the recipe's; with your own
+    ``learning_rate`` their ``"auto"`` means the classic defaults (flat clipping at C = 1, no
+    momentum, no averaging, no prior). ``epochs`` and ``batch_size`` left at ``"auto"`` always
+    come from the recipe. The model itself is yours: group normalisation, not batch norm
+    (checked); for small data fixed features with a linear head
+    (:mod:`dpuq.training.features`, Tramèr and Boneh 2021) or a frozen public backbone whose
+    outputs you pass as ``train_data``.
 
     All three methods run the same loop on the same model for at most
     ``round(epochs · N / batch_size)`` steps with the learning-rate schedule given.
@@ -170,21 +202,25 @@ def train_classifier(
     train_data : (X, y) pair of arrays/tensors, or a torch Dataset of (x, y)
         Labels are integers in ``0..n_classes-1`` (checked against the model's output size).
     method : {"sgd", "dpsgd", "dpsgld"}
-    epochs : float
-        Upper bound on training length, in passes over the data (> 0).
-    batch_size : int
-        Expected batch size ``B`` (Poisson sampling) or the batch size (SGD).
     epsilon, delta : float
         Target privacy (required for the private methods): ``epsilon > 0``, ``delta`` in (0, 1).
-    learning_rate : float or callable step -> rate, default 0.1
+    epochs : float or "auto"
+        Upper bound on training length, in passes over the data (> 0).
+    batch_size : int or "auto"
+        Expected batch size ``B`` (Poisson sampling) or the batch size (SGD).
+    learning_rate : float, callable step -> rate, or "auto"
         E.g. :class:`dpuq.training.PolynomialDecay` (Welling and Teh's schedule).
-    max_grad_norm : float, default 1.0
+    max_grad_norm : float or "auto" (1.0)
         Clipping norm ``C`` (private methods).
+    clipping : {"auto", "flat", "normalized"}
+        ``"flat"``: Opacus' ``g·min(1, C/||g||)``; ``"normalized"``: ``C·g/(||g|| + 0.01)``
+        (Bu et al. 2023), sensitivity ``C`` either way.
     noise_multiplier : float, optional
         DP-SGD's σ; default: calibrated to the budget and planned steps.
     temperature : float or "auto"
-        DP-SGLD's ``T > 0`` (required for ``"dpsgld"``). ``"auto"``: the smallest T whose planned
-        schedule fits in the budget (:func:`dpuq.accounting.calibrate_temperature`), so the
+        DP-SGLD's ``T > 0`` (default for ``"dpsgld"``: ``"auto"``). ``"auto"``: the smallest T
+        whose planned schedule fits in the budget
+        (:func:`dpuq.accounting.calibrate_temperature`), so the
         budget lasts exactly the planned epochs, like DP-SGD's calibrated σ.
     pre_noise_scale : float, default 0
         DP-SGLD's pre-noise standard deviation (per coordinate of each per-example gradient).
@@ -250,7 +286,7 @@ def train_classifier(
             "burn_in is deprecated: use averaging_start", DeprecationWarning, stacklevel=2
         )
         averaging_start = burn_in
-    if averaging not in AVERAGING:
+    if averaging not in (*AVERAGING, AUTO):
         raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
     relation = Relation.coerce(relation)
     private = method != "sgd"
@@ -262,6 +298,48 @@ def train_classifier(
     elif epsilon is not None or delta is not None:
         raise ValueError("method='sgd' is not private: do not pass epsilon or delta")
     accountant = accounting._check_accountant(accountant)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if method == "dpsgld" and temperature is None:
+        temperature = AUTO
+    tensors = as_tensors(train_data)
+    n = int(tensors[0].shape[0]) if tensors is not None else len(train_data)
+    if n < 2:
+        raise ValueError(f"train_data needs at least 2 examples, got {n}")
+    settings = dict(
+        epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+        max_grad_norm=max_grad_norm, clipping=clipping, momentum=momentum,
+        iterate_averaging=iterate_averaging, averaging=averaging,
+        averaging_start=averaging_start, prior_std=prior_std,
+    )  # fmt: skip
+    auto_keys = [k for k, v in settings.items() if isinstance(v, str) and v == AUTO]
+    recipe_used = None
+    if auto_keys:
+        x1 = tensors[0][:1] if tensors is not None else train_data[0][0].unsqueeze(0)
+        recipe_used = auto_recipe(
+            method,
+            n_samples=n,
+            epsilon=epsilon,
+            delta=delta,
+            relation=relation,
+            n_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
+            n_classes=n_outputs(model, x1),
+        ).as_kwargs()
+        follow = isinstance(learning_rate, str) and learning_rate == AUTO
+        for k in auto_keys:
+            settings[k] = (
+                recipe_used[k] if follow or k in ("epochs", "batch_size") else (CLASSIC_DEFAULTS[k])
+            )
+    epochs, batch_size, learning_rate = (
+        settings["epochs"], settings["batch_size"], settings["learning_rate"]
+    )  # fmt: skip
+    max_grad_norm, clipping, momentum = (
+        settings["max_grad_norm"], settings["clipping"], settings["momentum"]
+    )  # fmt: skip
+    iterate_averaging, averaging = settings["iterate_averaging"], settings["averaging"]
+    averaging_start, prior_std = settings["averaging_start"], settings["prior_std"]
+    if clipping not in CLIPPING:
+        raise ValueError(f"clipping must be one of {CLIPPING} or 'auto', got {clipping!r}")
     ep = _as_float(epochs, "epochs")
     if not math.isfinite(ep) or ep <= 0:
         raise ValueError(f"epochs must be finite and > 0, got {epochs!r}")
@@ -292,15 +370,8 @@ def train_classifier(
     if not (0 <= burn < 1):
         raise ValueError(f"averaging_start must be in [0, 1), got {averaging_start!r}")
 
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if private:
         check_private_model(model)
-
-    tensors = as_tensors(train_data)
-    n = int(tensors[0].shape[0]) if tensors is not None else len(train_data)
-    if n < 2:
-        raise ValueError(f"train_data needs at least 2 examples, got {n}")
     if bsz > n:
         raise ValueError(f"batch_size must be <= the number of examples ({n}), got {bsz}")
     x1 = tensors[0][:1] if tensors is not None else train_data[0][0].unsqueeze(0)
@@ -323,11 +394,14 @@ def train_classifier(
         "n_samples": n,
         "expected batch size": float(bsz),
         "max_grad_norm": clip,
+        "clipping": clipping,
         "learning rate first": float(eta[0]),
         "learning rate last planned": float(eta[-1]),
     }
     if prior_std is not None:
         details["prior std"] = float(prior_std)
+    if recipe_used is not None:
+        details["auto settings (data-free recipe)"] = ", ".join(auto_keys)
 
     # ---- plan the noise and the number of steps (data-free) --------------------------------
     sigmas, steps = plan_noise(
@@ -361,9 +435,8 @@ def train_classifier(
     loss_fn = nn.CrossEntropyLoss() if loss_fn is None else loss_fn
     if private:
         from opacus import GradSampleModule
-        from opacus.optimizers import DPOptimizer
 
-        from dpuq.training.optimizer import DPSGLDOptimizer
+        from dpuq.training.optimizer import DPSGDOptimizer, DPSGLDOptimizer
 
         net = GradSampleModule(model, loss_reduction="mean")
         if method == "dpsgld":
@@ -375,15 +448,17 @@ def train_classifier(
                 temperature=float(temperature),
                 pre_noise_scale=pre,
                 generator=gen,
+                clipping=clipping,
             )
         else:
-            opt = DPOptimizer(
+            opt = DPSGDOptimizer(
                 base,
                 noise_multiplier=float(sigmas[0]),
                 max_grad_norm=clip,
                 expected_batch_size=bsz,
                 loss_reduction="mean",
                 generator=gen,
+                clipping=clipping,
             )
         batches = batches_private(train_data, tensors, n, sample_rate, steps, gen)
     else:

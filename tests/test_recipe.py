@@ -1,0 +1,195 @@
+"""Issue 24: the data-free recipe, normalised clipping, fast noise calibration, fixed features."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("opacus")
+pytest.importorskip("dp_accounting")
+
+from torch import nn  # noqa: E402
+
+from dpuq.accounting import calibrate_noise_multiplier, gdp_mu_for_budget, pld_epsilon  # noqa: E402
+from dpuq.training import predict_proba, train_classifier  # noqa: E402
+from dpuq.training.features import (  # noqa: E402
+    choose_model_family,
+    scatter_features,
+    synthetic_images,
+)
+from dpuq.training.recipe import auto_recipe  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+PLAN_KEYS = (
+    "expected batch size", "planned steps", "steps", "noise multiplier min",
+    "noise multiplier max", "learning rate first", "learning rate last planned", "clipping",
+    "averaged iterates", "temperature",
+)  # fmt: skip
+
+
+class TestRecipeIsDataFree:
+    def test_pure_function_of_public_quantities(self):
+        kw = dict(n_samples=1000, epsilon=2.0, delta=1e-5, n_params=650, n_classes=10)
+        assert auto_recipe("dpsgd", **kw) == auto_recipe("dpsgd", **kw)
+        big = auto_recipe("dpsgd", **{**kw, "n_samples": 50_000})
+        assert big.epochs < auto_recipe("dpsgd", **kw).epochs  # compute budget scales with N
+        r = auto_recipe("dpsgld", **kw)
+        assert r.temperature == "auto" and r.momentum == 0.0 and r.averaging == "predictive"
+
+    @pytest.mark.parametrize("method", ["dpsgd", "dpsgld"])
+    def test_same_plan_for_permuted_and_other_data(self, method):
+        """What the recipe chooses cannot depend on the data: only on N, ε, δ, the model."""
+        x, y = synthetic_images(200, seed=1)
+        rng = np.random.default_rng(0)
+        other_x = rng.random((200, 8, 8)).astype(np.float32)
+        other_y = rng.integers(0, 10, 200)
+        perm = rng.permutation(200)
+        plans = []
+        for xx, yy in [(x, y), (x[perm], y[perm]), (other_x, other_y)]:
+            torch.manual_seed(0)
+            _, report = train_classifier(
+                nn.Linear(64, 10), (xx.reshape(200, -1), yy), method=method, epsilon=2.0,
+                delta=1e-5, epochs=2, random_state=0, show_progress=False,
+            )  # fmt: skip
+            plans.append({k: report.details.get(k) for k in PLAN_KEYS})
+        assert plans[0] == plans[1] == plans[2]
+        assert plans[0]["clipping"] == "normalized"
+
+    def test_own_learning_rate_keeps_classic_settings(self):
+        x, y = synthetic_images(100, seed=2)
+        _, report = train_classifier(
+            nn.Linear(64, 10), (x.reshape(100, -1), y), method="dpsgd", epsilon=2.0,
+            delta=1e-5, epochs=1, batch_size=20, learning_rate=0.1, show_progress=False,
+            random_state=0,
+        )  # fmt: skip
+        assert report.details["clipping"] == "flat"
+        assert "averaged iterates" not in report.details
+
+    def test_bad_clipping_is_named(self):
+        x, y = synthetic_images(50, seed=2)
+        with pytest.raises(ValueError, match="clipping"):
+            train_classifier(
+                nn.Linear(64, 10), (x.reshape(50, -1), y), method="dpsgd", epsilon=1.0,
+                delta=1e-5, clipping="soft", show_progress=False,
+            )  # fmt: skip
+
+
+class TestNormalizedClipping:
+    def test_sum_is_sum_of_normalised_gradients_and_sensitivity_is_c(self):
+        from opacus import GradSampleModule
+
+        from dpuq.training.optimizer import NORMALIZED_STABILITY, DPSGDOptimizer
+
+        torch.manual_seed(0)
+        lin = nn.Linear(5, 3)
+        net = GradSampleModule(lin)
+        opt = DPSGDOptimizer(
+            torch.optim.SGD(net.parameters(), lr=1.0), noise_multiplier=0.0, max_grad_norm=2.0,
+            expected_batch_size=8, clipping="normalized",
+        )  # fmt: skip
+        x = torch.randn(8, 5) * torch.tensor([0.01, 1, 10, 100, 1000.0])
+        y = torch.randint(0, 3, (8,))
+        nn.functional.cross_entropy(net(x), y).backward()
+        per = [p.grad_sample.clone() for p in net.parameters()]
+        flat = torch.cat([g.reshape(8, -1) for g in per], dim=1)
+        norms = flat.norm(dim=1)
+        want = (flat * (2.0 / (norms + NORMALIZED_STABILITY))[:, None]).sum(0) / 8
+        opt.pre_step()
+        got = torch.cat([p.grad.reshape(-1) for p in net.parameters()])
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+        scaled = flat * (2.0 / (norms + NORMALIZED_STABILITY))[:, None]
+        assert bool((scaled.norm(dim=1) <= 2.0).all())  # sensitivity: still C
+
+    def test_privacy_report_unchanged_in_law(self):
+        """Same public plan -> same noise schedule and ε, whatever the clipping rule."""
+        x, y = synthetic_images(120, seed=3)
+        eps = {}
+        for clipping in ("flat", "normalized"):
+            _, rep = train_classifier(
+                nn.Linear(64, 10), (x.reshape(120, -1), y), method="dpsgd", epsilon=1.5,
+                delta=1e-5, epochs=2, batch_size=30, learning_rate=0.5, clipping=clipping,
+                random_state=0, show_progress=False,
+            )  # fmt: skip
+            eps[clipping] = (rep.epsilon, rep.details["noise multiplier min"])
+            assert rep.epsilon <= 1.5
+        assert eps["flat"] == eps["normalized"]
+
+
+class TestFastCalibration:
+    @pytest.mark.parametrize(
+        "p,k,eps,rel",
+        [(0.5, 400, 3.0, "replace-one"), (0.02, 1000, 1.0, "replace-one"),
+         (0.01, 500, 2.0, "add/remove-one"), (0.3, 30, 0.5, "replace-one")],
+    )  # fmt: skip
+    def test_sigma_fits_and_is_tight(self, p, k, eps, rel):
+        s = calibrate_noise_multiplier(sample_rate=p, steps=k, epsilon=eps, delta=1e-5,
+                                       relation=rel)  # fmt: skip
+        assert pld_epsilon(p, [s] * k, 1e-5, relation=rel) <= eps  # never under-stated
+        assert pld_epsilon(p, [s / 1.003] * k, 1e-5, relation=rel) > eps  # and tight
+
+    def test_gdp_mu_for_budget_inverts_gdp_epsilon(self):
+        from dpuq.accounting import gdp_epsilon
+
+        mu = gdp_mu_for_budget(2.0, 1e-6)
+        assert gdp_epsilon(mu, 1e-6) == pytest.approx(2.0, rel=1e-6)
+
+
+class TestFeatures:
+    def test_model_family_rule(self):
+        assert choose_model_family(500, 3.0)[0] == "features"
+        assert choose_model_family(20_000, 1.0)[0] == "cnn"
+
+    def test_features_are_per_example(self):
+        """A person's features depend on their own image only (no shared statistics)."""
+        x, _ = synthetic_images(30, side=28, seed=4)
+        full = scatter_features(x)
+        alone = scatter_features(x[:1])
+        np.testing.assert_allclose(full[:1], alone, rtol=1e-4, atol=1e-5)
+        assert full.shape == (30, 17 * 49)
+        assert np.allclose(full.mean(1), 0, atol=1e-4)
+
+
+class TestAccuracy:
+    def test_auto_recipe_learns_synthetic_images_fast(self):
+        """Only (model, data, method, ε, δ): both private methods learn, DP-SGLD competes."""
+        x, y = synthetic_images(1400, jitter=0.02, noise=0.05, seed=5)
+        x = x.reshape(len(x), -1)
+        acc = {}
+        for method in ("dpsgd", "dpsgld"):
+            torch.manual_seed(0)
+            model, rep = train_classifier(
+                nn.Linear(64, 10), (x[:1000], y[:1000]), method=method, epsilon=4.0,
+                delta=1e-5, random_state=1, show_progress=False,
+            )  # fmt: skip
+            assert rep.epsilon <= 4.0
+            acc[method] = float(np.mean(predict_proba(model, x[1000:]).argmax(1) == y[1000:]))
+        assert acc["dpsgd"] > 0.5 and acc["dpsgld"] > 0.5  # chance: 0.1
+        assert abs(acc["dpsgd"] - acc["dpsgld"]) < 0.1
+
+    @pytest.mark.slow
+    def test_digits_demo_models_reach_the_goal(self):
+        from sklearn.datasets import load_digits
+
+        d = load_digits()
+        x, y = (d.images / 16.0).reshape(len(d.target), -1).astype(np.float32), d.target
+        accs = []
+        for seed in range(3):
+            order = np.random.default_rng(seed).permutation(len(y))
+            tr, te = order[:597], order[597:]
+            torch.manual_seed(seed)
+            model, _ = train_classifier(nn.Linear(64, 10), (x[tr], y[tr]), method="dpsgd",
+                                        epsilon=3.0, delta=1e-5, random_state=seed,
+                                        show_progress=False)  # fmt: skip
+            accs.append(np.mean(predict_proba(model, x[te]).argmax(1) == y[te]))
+        assert math.isfinite(float(np.median(accs))) and np.median(accs) > 0.8

@@ -5,8 +5,9 @@ A subset of ``b`` points is resampled to size ``n`` by multinomial weights
 resample, and every statistic of a resample is a function of the subset's sorted points and
 the weights. Nothing here loops over resamples or data points.
 
-Weights are drawn from the caller's generator before and independently of the data values, so
-two neighbouring data sets see the same permutation and the same weights (the privacy
+Weights are drawn (per weight group, from generators derived from the caller's generator:
+:func:`dpuq.mechanisms.randomness.bootstrap_weights`) before and independently of the data
+values, so two neighbouring data sets see the same permutation and the same weights (the privacy
 arguments condition on them). When ``s * T * b`` exceeds :data:`MAX_WEIGHT_DRAWS`, subsets
 share weight draws in ``K`` groups; this costs no privacy (the weights are data-independent)
 and keeps each subset's bootstrap exact, but the Monte Carlo errors of subsets in one group are
@@ -29,6 +30,7 @@ from dpuq.inference._blocks import (
     tiles,
 )
 from dpuq.inference._data import Statistic
+from dpuq.mechanisms.randomness import bootstrap_weights, derive_seed
 from dpuq.mechanisms.windowed import windowed_exponential_mechanism
 
 __all__ = ["MAX_WEIGHT_DRAWS", "Resamples", "draw_resamples", "simulate_em_median"]
@@ -142,7 +144,8 @@ def draw_resamples(
     if k * m > s:
         pad = np.broadcast_to(subsets[-1], (k * m - s, b))
         subsets = np.concatenate([subsets, pad], axis=0)
-    weights = rng.multinomial(n, np.full(b, 1.0 / b), size=(k, t)).astype(float)
+    seed = derive_seed(rng)  # one weight stream per group, as in dpuq.inference._tiles
+    weights = np.stack([bootstrap_weights(seed, g, n, b, t) for g in range(k)])
     return Resamples(subsets.reshape(k, m, b), weights, s, n)
 
 

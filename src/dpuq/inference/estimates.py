@@ -173,18 +173,22 @@ def release_point_estimate(
     n_candidates: int = DEFAULT_MEDIAN_CANDIDATES,
     *,
     n: int | None = None,
-    exact: float | None = None,
+    exact=None,
 ) -> PrivateEstimate:
     """Release ``θ̃`` for a validated sample; ε-DP (see the module docstring).
 
-    ``n`` and ``exact`` (the mean only) let a chunked caller pass the sample's size and mean
-    instead of ``x`` (then None).
+    ``n`` and ``exact`` let a chunked caller pass the sample's size and exact statistic
+    instead of ``x`` (then None): the mean or trimmed mean, or for the median the candidates'
+    counts ``(#{x < c_j}, #{x <= c_j})`` (:mod:`dpuq.inference._tiles`).
     """
     n = x.size if n is None else n
     a, b = bounds
     if stat.name == "median":
         cand = median_candidates(bounds, n_candidates)
-        u = _median_utilities(np.sort(x), cand)
+        if exact is None:
+            u = _median_utilities(np.sort(x), cand)
+        else:  # -max(#{x < c}, #{x > c}) from the counts
+            u = -np.maximum(exact[0], n - np.asarray(exact[1])).astype(float)
         j = exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0, random_state=rng)
         rep = _report(
             "median",
@@ -203,7 +207,7 @@ def release_point_estimate(
     scale = laplace_scale(sens, epsilon)
     if stat.name == "mean":  # on the block grid, like the Dask path (dpuq.scale.intervals)
         exact = blocked_mean_variance(x)[0] if exact is None else exact
-    else:
+    elif exact is None:
         exact = stat.of_sorted(np.sort(x))
     value = laplace_release(float(exact), scale=scale, random_state=rng)
     rep = _report(stat.name, epsilon, text, n=n, noise_scale=scale)

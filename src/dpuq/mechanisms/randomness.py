@@ -13,8 +13,12 @@ import numpy as np
 
 __all__ = [
     "RandomState",
+    "bootstrap_weights",
     "check_estimator_random_state",
     "check_random_state",
+    "derive_seed",
+    "derived_generator",
+    "derived_uniforms",
     "mark_seeded",
     "simulated_sorted_uniforms",
 ]
@@ -118,3 +122,65 @@ def simulated_sorted_uniforms(n_vectors: int, n: int, seed: int) -> np.ndarray:
     gaps = np.random.default_rng(seed).standard_exponential((n_vectors, n + 1))
     cums = np.cumsum(gaps, axis=1)
     return cums[:, :n] / cums[:, n:]
+
+
+# ------------------------------------------------------------------ derived generators
+def derive_seed(rng: np.random.Generator) -> int:
+    """One 63-bit seed drawn from ``rng``: the root of a family of derived generators.
+
+    Work that is split into pieces (subsets of a bootstrap, chunks of a Dask array) draws its
+    randomness from :func:`derived_generator` ``(seed, key...)``, one generator per piece, so
+    that the draws do not depend on where or in which order the pieces run: the same seed
+    gives the same numbers in memory and on a Dask cluster. Distinct keys give independent
+    streams (NumPy's ``SeedSequence`` spawning), so the law is that of one generator.
+
+    Examples
+    --------
+    >>> a = derive_seed(np.random.default_rng(0))
+    >>> a == derive_seed(np.random.default_rng(0))
+    True
+    """
+    return int(rng.integers(2**63))
+
+
+def derived_generator(seed: int, *key: int) -> np.random.Generator:
+    """The generator of piece ``key`` under ``seed`` (see :func:`derive_seed`).
+
+    Examples
+    --------
+    >>> g1, g2 = derived_generator(5, 0), derived_generator(5, 1)
+    >>> float(g1.random()) != float(g2.random())
+    True
+    """
+    return np.random.default_rng([int(seed), *(int(k) for k in key)])
+
+
+def bootstrap_weights(seed: int, group: int, n: int, b: int, t: int) -> np.ndarray:
+    """``t`` bag-of-little-bootstraps weight rows ``Multinomial(n, (1/b, ..., 1/b))`` of one
+    weight group, shape ``(t, b)``, from :func:`derived_generator` ``(seed, group)``.
+
+    Resampling weights, not privacy noise: they are drawn before and independently of the data
+    values (the privacy arguments condition on them). Derived per group so that a Dask worker
+    draws the group it needs where the subsets are, equal to the in-memory draw.
+
+    Examples
+    --------
+    >>> w = bootstrap_weights(1, 0, n=10, b=4, t=3)
+    >>> w.shape, w.sum(axis=1).tolist()
+    ((3, 4), [10.0, 10.0, 10.0])
+    """
+    gen = derived_generator(seed, group)
+    return gen.multinomial(int(n), np.full(int(b), 1.0 / int(b)), size=int(t)).astype(float)
+
+
+def derived_uniforms(seed: int, key: int, size: int) -> np.ndarray:
+    """``size`` Uniform[0, 1) draws of piece ``key`` under ``seed`` (randomised conformal
+    scores: one per point, drawn chunk by chunk where the points are).
+
+    Examples
+    --------
+    >>> u = derived_uniforms(3, 0, 4)
+    >>> u.shape, bool(((0 <= u) & (u < 1)).all())
+    ((4,), True)
+    """
+    return derived_generator(seed, key).random(int(size))

@@ -27,6 +27,7 @@ from dpuq.ledger import charge
 from dpuq.mechanisms.class_thresholds import class_thresholds
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "ClassConditionalCalibration",
@@ -152,11 +153,16 @@ def calibrate_by_class(
     >>> len(cal.thresholds), cal.privacy_report.relation.value
     (3, 'replace-one')
     """
-    s = check_scores(scores)
+    if is_dask_collection(scores):  # counts per (class, bin) summed chunk-wise on the workers
+        from dpuq.scale._dask import DaskClassCounts
+
+        chunked, s = DaskClassCounts(scores, labels), None
+    else:
+        chunked, s = None, check_scores(scores)
     k = check_positive_int(n_classes, "n_classes", minimum=2)
     a = check_alpha(alpha)
     eps = check_epsilon(epsilon)
-    n = s.size
+    n = s.size if chunked is None else chunked.size
     if isinstance(n_bins, str):
         if n_bins != "auto":
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
@@ -173,6 +179,7 @@ def calibrate_by_class(
         )
         notes.append(msg)
         warnings.warn(msg, UninformativeReleaseWarning, stacklevel=2)
+    counts = None if chunked is None else chunked.counts(k, m)  # validated before the charge
     charge(
         ledger,
         dataset,
@@ -181,7 +188,15 @@ def calibrate_by_class(
         seeded=random_state is not None,
     )
     thresholds = class_thresholds(
-        s, labels, k, epsilon=eps, n_bins=m, schedule=schedule, pad=pad, random_state=random_state
+        s,
+        None if chunked else labels,
+        k,
+        epsilon=eps,
+        n_bins=m,
+        schedule=schedule,
+        pad=pad,
+        random_state=random_state,
+        counts=counts,
     )
     report = PrivacyReport(
         mechanism=MECHANISM,

@@ -127,11 +127,18 @@ def _class_log_weights(counts: np.ndarray, schedule: np.ndarray, pad: int, epsil
     return (epsilon / 2.0) * utility / 2.0
 
 
-def _validated(scores, labels, n_classes, epsilon, n_bins, schedule, pad):
+def _validated(scores, labels, n_classes, epsilon, n_bins, schedule, pad, counts=None):
     eps = check_epsilon(epsilon)
     sched, p = check_rank_schedule(schedule, pad)
-    edges, counts = _class_counts(scores, labels, n_classes, n_bins)
-    return eps, sched, p, edges, counts
+    if counts is None:
+        edges, counts = _class_counts(scores, labels, n_classes, n_bins)
+        return eps, sched, p, edges, counts
+    # counts summed chunk by chunk elsewhere (dpuq.scale): the same (K, m) integers
+    k = check_positive_int(n_classes, "n_classes", minimum=2)
+    c = np.asarray(counts)
+    if c.shape != (k, n_bins) or c.dtype.kind not in "iu" or (c < 0).any():
+        raise ValueError(f"counts must be non-negative integers of shape ({k}, {n_bins})")
+    return eps, sched, p, bin_edges(n_bins), c.astype(np.int64)
 
 
 def class_threshold_log_distribution(
@@ -187,12 +194,16 @@ def class_thresholds(
     schedule,
     pad: int,
     random_state: RandomState = None,
+    counts=None,
 ) -> np.ndarray:
     """Release one threshold per class: ε-DP under replace-one, ε/2 under add/remove.
 
     See the module docstring for the mechanism and its proof; parameters as in
-    :func:`class_threshold_log_distribution`. One exact draw per class from its row of the
-    law (classes are few, so the loop is over classes, never over data points).
+    :func:`class_threshold_log_distribution`. ``counts`` (shape (K, m)): the real scores'
+    counts per class and bin, computed chunk-wise by the caller (then ``scores`` and
+    ``labels`` are None); the mechanism sees only these counts either way. One exact draw per
+    class from its row of the law (classes are few, so the loop is over classes, never over
+    data points).
 
     Returns
     -------
@@ -206,7 +217,7 @@ def class_thresholds(
     (3,)
     """
     eps, sched, p, edges, counts = _validated(
-        scores, labels, n_classes, epsilon, n_bins, schedule, pad
+        scores, labels, n_classes, epsilon, n_bins, schedule, pad, counts
     )
     rng = check_random_state(random_state)
     lw = _class_log_weights(counts, sched, p, eps)

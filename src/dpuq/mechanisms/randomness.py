@@ -18,8 +18,8 @@ __all__ = [
     "check_random_state",
     "derive_seed",
     "derived_generator",
-    "derived_uniforms",
     "mark_seeded",
+    "row_uniforms",
     "simulated_sorted_uniforms",
 ]
 
@@ -173,14 +173,29 @@ def bootstrap_weights(seed: int, group: int, n: int, b: int, t: int) -> np.ndarr
     return gen.multinomial(int(n), np.full(int(b), 1.0 / int(b)), size=int(t)).astype(float)
 
 
-def derived_uniforms(seed: int, key: int, size: int) -> np.ndarray:
-    """``size`` Uniform[0, 1) draws of piece ``key`` under ``seed`` (randomised conformal
-    scores: one per point, drawn chunk by chunk where the points are).
+#: Rows per block of :func:`row_uniforms` (a public grid, independent of any chunking).
+UNIFORM_BLOCK = 1 << 20
+
+
+def row_uniforms(seed: int, start: int, stop: int) -> np.ndarray:
+    """Uniform[0, 1) draws for the rows ``start..stop-1`` of a data set, one per row.
+
+    Row ``i``'s draw is element ``i mod B`` of block ``i // B``'s stream
+    (:func:`derived_generator` ``(seed, i // B)``, ``B =`` :data:`UNIFORM_BLOCK`), so it does not
+    depend on how the rows are chunked: a Dask worker scoring rows ``start..stop-1`` draws
+    exactly what the in-memory scoring draws for them (randomised APS/RAPS scores).
 
     Examples
     --------
-    >>> u = derived_uniforms(3, 0, 4)
-    >>> u.shape, bool(((0 <= u) & (u < 1)).all())
-    ((4,), True)
+    >>> u = row_uniforms(3, 0, 10)
+    >>> bool((row_uniforms(3, 4, 7) == u[4:7]).all())
+    True
     """
-    return derived_generator(seed, key).random(int(size))
+    start, stop = int(start), int(stop)
+    out = np.empty(max(0, stop - start))
+    for j in range(start // UNIFORM_BLOCK, (stop - 1) // UNIFORM_BLOCK + 1 if stop > start else 0):
+        lo = j * UNIFORM_BLOCK
+        draws = derived_generator(seed, j).random(min(UNIFORM_BLOCK, stop - lo))
+        a, b = max(start, lo), min(stop, lo + UNIFORM_BLOCK)
+        out[a - start : b - start] = draws[a - lo : b - lo]
+    return out

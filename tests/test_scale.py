@@ -394,3 +394,41 @@ def test_in_memory_only_estimators_refuse_dask_input():
     x = da.from_array(np.linspace(0, 1, 100), chunks=50)
     with pytest.raises(TypeError, match="runs in memory only"):
         dpuq.private_bootstrap_cdf(x, 0.0, epsilon=1.0, bounds=(0, 1))
+
+
+def test_parquet_example_releases_calibration_interval_and_class_thresholds(client, tmp_path):
+    """The docs/scale.md example on a tiny partitioned Parquet data set: the same releases
+    as in memory from the same rows."""
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(11)
+    n = 6_000
+    label = rng.integers(0, 3, size=n)
+    frame = pd.DataFrame(
+        {
+            "score": rng.uniform(size=n) * (1 + label) / 3,
+            "label": label,
+            "stay": np.round(rng.gamma(2.0, 4.0, size=n).clip(0, 365), 1),
+        }
+    )
+    dd.from_pandas(frame, npartitions=4).to_parquet(tmp_path / "calibration")
+    assert len(list((tmp_path / "calibration").glob("*.parquet"))) == 4
+
+    df = dd.read_parquet(tmp_path / "calibration")  # read on the workers
+    kw = {"epsilon": 1.0, "random_state": 3}
+    cal = dpuq.calibrate(df["score"], alpha=0.1, **kw)
+    by_class = dpuq.calibrate_by_class(df["score"], df["label"], 3, alpha=0.1, **kw)
+    ci = dpuq.private_confidence_interval(
+        df["stay"], alpha=0.05, bounds=(0, 365), statistic="median", **kw
+    )
+
+    assert cal == dpuq.calibrate(frame["score"].to_numpy(), alpha=0.1, **kw)
+    ref = dpuq.calibrate_by_class(
+        frame["score"].to_numpy(), frame["label"].to_numpy(), 3, alpha=0.1, **kw
+    )
+    assert by_class == ref
+    ref_ci = dpuq.private_confidence_interval(
+        frame["stay"].to_numpy(), alpha=0.05, bounds=(0, 365), statistic="median", **kw
+    )
+    assert ci.interval == ref_ci.interval and ci.estimate == ref_ci.estimate

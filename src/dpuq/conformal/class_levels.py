@@ -183,16 +183,28 @@ def _rank_star(n: int, alpha: float, epsilon_class: float, m: int, pad: int) -> 
     return hi
 
 
+def _even_counts(n: int, edges: np.ndarray) -> np.ndarray:
+    """Bin counts of the ``n`` evenly spread scores ``(i + 1/2)/n`` without forming them:
+    ``#{i : (i + 1/2)/n <= e_j}`` from its closed form, corrected against the same float
+    expression (monotone in i), so that the counts equal ``bincount(bin_index(...))``."""
+    if n == 0:
+        return np.zeros(edges.size, dtype=np.int64)
+    c = np.clip(np.floor(edges * n - 0.5).astype(np.int64) + 1, 0, n)
+    for _ in range(4):  # the guess is off by at most one; each pass fixes one step
+        c = c + ((c < n) & ((c + 0.5) / n <= edges))
+        c = c - ((c > 0) & ((c - 1 + 0.5) / n > edges))
+    return np.diff(np.concatenate(([0], c)))
+
+
 def _expected_uniform_threshold(n: int, alpha: float, epsilon: float, m: int) -> float:
     """``E[T]`` of one class of ``n`` evenly spread scores, from the exact law."""
     from dpuq.mechanisms.class_thresholds import _class_log_weights
-    from dpuq.mechanisms.quantile import bin_edges, bin_index
+    from dpuq.mechanisms.quantile import bin_edges
 
     pad = class_padding(alpha, epsilon, m)
     schedule = np.full(n + 1, _rank_star(n, alpha, epsilon / 2.0, m, pad), dtype=np.int64)
     edges = bin_edges(m)
-    scores = (np.arange(n) + 0.5) / max(n, 1)
-    counts = np.bincount(bin_index(scores, edges), minlength=m)[None, :]
+    counts = _even_counts(n, edges)[None, :]
     lw = _class_log_weights(counts, schedule, pad, epsilon)[0]
     p = np.exp(lw - lw.max())
     return float(p @ edges / p.sum())

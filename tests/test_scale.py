@@ -390,10 +390,23 @@ def test_chunked_csv_and_npy_readers(tmp_path):
         open_scores(tmp_path / "bad.csv", column="score")
 
 
-def test_in_memory_only_estimators_refuse_dask_input():
-    x = da.from_array(np.linspace(0, 1, 100), chunks=50)
-    with pytest.raises(TypeError, match="runs in memory only"):
-        dpuq.private_bootstrap_cdf(x, 0.0, epsilon=1.0, bounds=(0, 1))
+def test_bootstrap_cdf_estimators_dask_equal_memory(client):
+    x = np.random.default_rng(12).beta(2, 5, size=8_000)
+    dx = da.from_array(x, chunks=3_001)
+    kw = {"epsilon": 1.0, "bounds": (0, 1), "n_resamples": 50, "random_state": 4}
+    t = np.array([-0.5, 0.0, 0.7])
+    for fn, extra in (
+        (dpuq.private_bootstrap_cdf, {"statistic": "median"}),
+        (dpuq.private_studentized_cdf, {}),
+    ):
+        ref, got = fn(x, t, **kw, **extra), fn(dx, t, **kw, **extra)
+        np.testing.assert_array_equal(got.noisy, ref.noisy)
+        assert got.privacy_report == ref.privacy_report
+    ref = dpuq.private_bootstrap_cdf_grid(x, **kw, statistic="trimmed_mean")
+    got = dpuq.private_bootstrap_cdf_grid(dx, **kw, statistic="trimmed_mean")
+    np.testing.assert_array_equal(got.noisy, ref.noisy)
+    with pytest.raises(ValueError, match="random reads across all chunks"):
+        dpuq.private_bootstrap_cdf(dx, 0.0, epsilon=1.0, bounds=(0, 1), method="naive")
 
 
 def test_parquet_example_releases_calibration_interval_and_class_thresholds(client, tmp_path):
@@ -432,3 +445,26 @@ def test_parquet_example_releases_calibration_interval_and_class_thresholds(clie
         frame["stay"].to_numpy(), alpha=0.05, bounds=(0, 365), statistic="median", **kw
     )
     assert ci.interval == ref_ci.interval and ci.estimate == ref_ci.estimate
+
+
+def test_point_estimates_on_dask_equal_memory(client):
+    from dpuq.inference import estimates
+
+    x = np.random.default_rng(13).beta(2, 5, size=7_000)
+    dx = da.from_array(x, chunks=2_000)
+    kw = {"epsilon": 1.0, "bounds": (0, 1), "random_state": 2}
+    for fn in (
+        estimates.private_mean,
+        estimates.private_median,
+        estimates.private_trimmed_mean,
+        estimates.private_variance,
+    ):
+        assert fn(dx, **kw) == fn(x, **kw), fn.__name__
+    ref = estimates.private_median_log_distribution(x, epsilon=1.0, bounds=(0, 1))
+    got = estimates.private_median_log_distribution(dx, epsilon=1.0, bounds=(0, 1))
+    np.testing.assert_array_equal(got[1], ref[1])
+    kw = {"alpha": 0.1, "epsilon": 1.0, "bounds": (0, 1), "random_state": 2}
+    ref = dpuq.normal_approximation_interval(x, **kw)
+    assert dpuq.normal_approximation_interval(dx, **kw) == ref
+    with pytest.raises(TypeError, match="not private"):  # reads resampled values directly
+        dpuq.percentile_bootstrap_interval(dx, alpha=0.1)

@@ -73,6 +73,11 @@ class TilePlan:
     noise_seed: int
 
     @property
+    def n(self) -> int:
+        """The resample size (``Resamples.n``)."""
+        return self.resample_size
+
+    @property
     def tile_rows(self) -> int:
         return min(TILE_ROWS, self.group_size)
 

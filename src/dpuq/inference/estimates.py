@@ -42,6 +42,7 @@ from dpuq.inference._data import (
     check_data,
     parse_statistic,
 )
+from dpuq.inference._tiles import ArrayData, exact_statistic
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
@@ -49,6 +50,7 @@ from dpuq.mechanisms.exponential import (
 from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "DEFAULT_MEDIAN_CANDIDATES",
@@ -164,6 +166,16 @@ def _report(stat_name: str, epsilon: float, sensitivity: str, **details) -> Priv
 # --- internal releases on validated data (used by the interval code) -------------------------
 
 
+def _checked(x, bounds, clip: bool = False):
+    """Validated data: a NumPy array, or for a Dask collection the chunk-wise data object of
+    :mod:`dpuq.scale.intervals` (sums, counts and order statistics on the workers)."""
+    if is_dask_collection(x):
+        from dpuq.scale.intervals import dask_interval_data
+
+        return dask_interval_data(x, bounds, clip=clip, statistic="mean", method="ensemble")
+    return check_data(x, bounds, clip=clip)[0]
+
+
 def release_point_estimate(
     x: np.ndarray,
     stat: Statistic,
@@ -181,6 +193,9 @@ def release_point_estimate(
     instead of ``x`` (then None): the mean or trimmed mean, or for the median the candidates'
     counts ``(#{x < c_j}, #{x <= c_j})`` (:mod:`dpuq.inference._tiles`).
     """
+    if x is not None and not isinstance(x, np.ndarray):  # chunked (Dask) data: its statistic
+        cand = median_candidates(bounds, n_candidates) if stat.name == "median" else None
+        n, exact, x = x.size, exact_statistic(x, stat, cand), None
     n = x.size if n is None else n
     a, b = bounds
     if stat.name == "median":
@@ -207,8 +222,8 @@ def release_point_estimate(
     scale = laplace_scale(sens, epsilon)
     if stat.name == "mean":  # on the block grid, like the Dask path (dpuq.scale.intervals)
         exact = blocked_mean_variance(x)[0] if exact is None else exact
-    elif exact is None:
-        exact = stat.of_sorted(np.sort(x))
+    elif exact is None:  # order statistics, then block sums: as on Dask (dpuq.inference._tiles)
+        exact = exact_statistic(ArrayData(x), stat, None)
     value = laplace_release(float(exact), scale=scale, random_state=rng)
     rep = _report(stat.name, epsilon, text, n=n, noise_scale=scale)
     return PrivateEstimate(value, stat.name, scale, rep)
@@ -228,6 +243,8 @@ def release_variance(
     ``n`` and ``exact`` let a chunked caller pass the size and plug-in variance instead of
     ``x``.
     """
+    if x is not None and not isinstance(x, np.ndarray):  # chunked (Dask) data
+        n, exact, x = x.size, x.mean_variance()[1], None
     n = x.size if n is None else n
     sens = (bounds[1] - bounds[0]) ** 2 / n
     scale = laplace_scale(sens, epsilon)
@@ -273,7 +290,7 @@ def private_mean(
     1.333333
     """
     eps = check_epsilon(epsilon)
-    data, _ = check_data(x, bounds, clip=clip)
+    data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     release = release_point_estimate(data, Statistic("mean"), check_bounds(bounds), eps, rng)
     return mark_seeded(release, random_state)
@@ -303,7 +320,7 @@ def private_trimmed_mean(
     """
     eps = check_epsilon(epsilon)
     stat = parse_statistic("trimmed_mean", trim)
-    data, _ = check_data(x, bounds, clip=clip)
+    data = _checked(x, bounds, clip)
     if data.size - 2 * stat.n_trim(data.size) < 1:
         raise ValueError("trim leaves no data")
     rng = check_random_state(random_state)
@@ -333,7 +350,7 @@ def private_median(
     True
     """
     eps = check_epsilon(epsilon)
-    data, _ = check_data(x, bounds, clip=clip)
+    data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     release = release_point_estimate(
         data, Statistic("median"), check_bounds(bounds), eps, rng, n_candidates
@@ -355,9 +372,13 @@ def private_median_log_distribution(
     np.float64(0.5)
     """
     eps = check_epsilon(epsilon)
-    data, _ = check_data(x, bounds)
+    data = _checked(x, bounds)
     cand = median_candidates(bounds, n_candidates)
-    u = _median_utilities(np.sort(data), cand)
+    if isinstance(data, np.ndarray):
+        u = _median_utilities(np.sort(data), cand)
+    else:  # counts summed over the chunks
+        below, at_most = data.median_counts(cand)
+        u = -np.maximum(below, data.size - np.asarray(at_most)).astype(float)
     return cand, exponential_mechanism_log_probabilities(u, epsilon=eps, sensitivity=1.0)
 
 
@@ -375,6 +396,6 @@ def private_variance(
     0.01
     """
     eps = check_epsilon(epsilon)
-    data, _ = check_data(x, bounds, clip=clip)
+    data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     return mark_seeded(release_variance(data, check_bounds(bounds), eps, rng), random_state)

@@ -28,7 +28,6 @@ from dpuq.scale.counts import (
     merge_summaries,
     summarize_chunk,
 )
-from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "DaskClassCounts",
@@ -65,7 +64,9 @@ def _is_dataframe_like(x) -> bool:
 def to_dask_array(x, name: str, *, ndim: int | None = None):
     """A Dask array with known chunk sizes from a Dask array, Series or DataFrame."""
     if _is_dataframe_like(x):
-        x = x.to_dask_array(lengths=True)
+        # lengths below (compute_chunk_sizes): to_dask_array(lengths=True) can disagree with
+        # the partitions that the optimiser keeps (e.g. small Parquet files combined)
+        x = x.to_dask_array()
     if not isinstance(x, da.Array):
         raise TypeError(f"{name} must be a Dask array, Series or DataFrame, got {type(x).__name__}")
     if any(np.isnan(c) for dim in x.chunks for c in dim):
@@ -258,7 +259,7 @@ class DaskClassCounts:
         check_numeric_dtype(arr.dtype, name)
         if arr.shape[0] == 0:
             raise ValueError(f"{name} is empty")
-        if not is_dask_collection(labels):
+        if not dask.is_dask_collection(labels):
             raise TypeError(f"{labels_name} must be a Dask collection when {name} is one")
         lab = to_dask_array(labels, labels_name, ndim=1)
         if lab.shape[0] != arr.shape[0]:

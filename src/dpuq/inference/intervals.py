@@ -108,10 +108,11 @@ def private_confidence_interval(
     Parameters
     ----------
     x : array-like of shape (n,), or a 1-d Dask array / Series
-        Data inside ``bounds``. Dask input (statistic ``"mean"``, method ``"ensemble"``) is
-        validated and summarised on the workers; the client receives the mean, the variance
-        and the per-subset bootstrap moments, and the release equals the in-memory one for
-        the same ``random_state``.
+        Data inside ``bounds``. Dask input (every statistic; methods ``"ensemble"`` and
+        ``"ensemble_cdf"``) is validated and summarised on the workers, where the per-subset
+        bootstrap also runs; the client receives sums, counts and one result per subset, and
+        the release equals the in-memory one for the same ``random_state``
+        (:mod:`dpuq.scale.intervals`).
     alpha : float
         Miscoverage, in (0, 1).
     epsilon : float

@@ -78,15 +78,21 @@ def check_rank_schedule(schedule, pad) -> tuple[np.ndarray, int]:
         raise ValueError(f"schedule must be a non-empty 1-d array, got shape {s.shape}")
     if s.dtype.kind not in "iu":
         raise ValueError(f"schedule must hold integers, got dtype {s.dtype}")
-    s = s.astype(np.int64)
+    s = s.astype(np.int64, copy=False)
     if s[0] < 0:
         raise ValueError(f"schedule[0] must be >= 0, got {s[0]}")
-    steps = np.diff(s)
-    if np.any((steps < 0) | (steps > 1)):
-        raise ValueError("schedule must be nondecreasing with steps of at most 1")
-    if np.any(s > np.arange(s.size) + p):
-        raise ValueError("schedule[n] must be <= n + pad for every n")
+    for lo in range(0, s.size, _CHECK_CHUNK):  # in chunks: schedules can have 10^8 entries
+        part = s[lo : lo + _CHECK_CHUNK + 1]
+        steps = np.diff(part)
+        if np.any((steps < 0) | (steps > 1)):
+            raise ValueError("schedule must be nondecreasing with steps of at most 1")
+        if np.any(part > np.arange(lo, lo + part.size) + p):
+            raise ValueError("schedule[n] must be <= n + pad for every n")
     return s, p
+
+
+#: Entries of a rank schedule checked at a time (bounded temporaries).
+_CHECK_CHUNK = 1 << 20
 
 
 def rank_at(schedule: np.ndarray, sizes) -> np.ndarray:

@@ -159,8 +159,15 @@ def class_rank_schedule(
         n1 = min(w + 1, n0 + _SIZES_PER_PASS)
         previous = int(hi[n0 - 1]) if n0 else None
         hi[n0:n1] = _smallest_ranks(sums, n0, n1, a, pad, previous)
-    steps = np.diff(hi)
-    if hi[0] >= 0 and not np.any((steps < 0) | (steps > 1)):
+    if (
+        hi[0] >= 0
+        and all(  # steps checked in chunks (bounded temporaries)
+            not np.any((d < 0) | (d > 1))
+            for d in (
+                np.diff(hi[i : i + _SIZES_PER_PASS + 1]) for i in range(0, w + 1, _SIZES_PER_PASS)
+            )
+        )
+    ):
         return hi, pad  # already its own nondecreasing 1-Lipschitz majorant (module docstring)
     # smallest nondecreasing 1-Lipschitz majorant, exact on integers
     n = np.arange(w + 1)

@@ -243,7 +243,11 @@ def _class_chunk(scores: np.ndarray, labels: np.ndarray, k: int, n_bins: int, ch
 
 
 def _merge_class(parts: list):
-    return np.any([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)
+    flags, counts = parts[0][0].copy(), parts[0][1].copy()
+    for f, c in parts[1:]:  # one running sum: no stack of K x m tables
+        flags |= f
+        counts += c
+    return flags, counts
 
 
 class DaskClassCounts:

@@ -1,13 +1,15 @@
-"""Dask at scale (issue 17): calibrate and the private mean interval on a 2-worker LocalCluster
-versus NumPy in memory on the same numbers. Prints medians; figures in docs/benchmarks.md.
+"""Dask at scale (issues 17, 28): every release on a LocalCluster, the client's memory bounded.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_dask.py [--sizes 1e6 1e7 1e8]``
-(default 10^6 and 10^7; 10^8 needs about 6 GB for the in-memory comparison).
+For each release (calibrate, calibrate_by_class, the mean / median / trimmed-mean intervals)
+and each size, a fresh client process connects to the cluster, generates the data on the
+workers (``dask.array.random.default_rng``, chunks of 2^22, persisted there: the client never
+holds them), warms up on a small array, reads its resident memory, runs the release and reads
+its peak memory: the difference is what the release costs the client ("client growth").
+Prints medians; figures in docs/benchmarks.md.
 
-The data are generated on the workers (``dask.array.random.default_rng(seed)``, chunks of
-2^22) and persisted there; the client never holds them. The in-memory runs happen in a
-separate process that computes the same array locally, so that each process's peak memory
-(``ru_maxrss``) is its own. Every row checks that both releases are equal.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_dask.py [--sizes 1e7 1e8]
+[--workers 2 1] [--numpy]`` (``--numpy``: also the in-memory release in a separate process,
+its time, peak memory, and whether the two releases are equal).
 """
 
 from __future__ import annotations
@@ -21,34 +23,49 @@ import sys
 import time
 import warnings
 
-import numpy as np
-
 CHUNK = 1 << 22
-ALPHA, EPSILON, SEED = 0.1, 1.0, 7
-BINS: int | str = "auto"
+ALPHA, EPSILON, SEED, K = 0.1, 1.0, 7, 10
+RELEASES = ("calibrate", "by_class", "mean", "median", "trimmed_mean")
 
 
-def _data(n: int, kind: str):
+def _data(n: int, release: str):
     import dask.array as da
 
     rng = da.random.default_rng(2026)
-    if kind == "scores":
+    if release == "calibrate":
         return rng.uniform(size=n, chunks=CHUNK)
+    if release == "by_class":
+        labels = rng.integers(0, K, size=n, chunks=CHUNK)
+        return rng.uniform(size=n, chunks=CHUNK) * (1 + labels) / K, labels
     return rng.beta(2.0, 5.0, size=n, chunks=CHUNK)
 
 
-def _calibrate(x):
+def _release(release: str, x):
     import dpuq
 
-    return dpuq.calibrate(x, alpha=ALPHA, epsilon=EPSILON, n_bins=BINS, random_state=SEED)
-
-
-def _interval(x):
-    import dpuq
-
+    if release == "calibrate":
+        return dpuq.calibrate(x, alpha=ALPHA, epsilon=EPSILON, random_state=SEED)
+    if release == "by_class":
+        return dpuq.calibrate_by_class(*x, K, alpha=ALPHA, epsilon=EPSILON, random_state=SEED)
     return dpuq.private_confidence_interval(
-        x, alpha=0.05, epsilon=EPSILON, bounds=(0.0, 1.0), random_state=SEED
+        x, alpha=0.05, epsilon=EPSILON, bounds=(0.0, 1.0), statistic=release, random_state=SEED
     )
+
+
+def _key(out):
+    if hasattr(out, "thresholds"):
+        return list(out.thresholds)
+    if hasattr(out, "threshold"):
+        return [out.threshold, out.n_bins]
+    return [out.lower, out.upper, out.estimate]
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")  # pragma: no cover
 
 
 def _peak_mb() -> float:
@@ -64,98 +81,32 @@ def _timed(fn, repeats):
     return statistics.median(times), out
 
 
-def in_memory(n: int, kind: str, repeats: int) -> dict:
-    """Run in a child process: compute the array locally, then time the NumPy release."""
+def dask_client(address: str, n: int, release: str, repeats: int) -> dict:
+    """In a child process connected to the cluster: its memory is the client's."""
     import dask
-
-    with dask.config.set(scheduler="threads"):
-        x = _data(n, kind).compute()
-    base = _peak_mb()
-    fn = _calibrate if kind == "scores" else _interval
-    t, out = _timed(lambda: fn(x), repeats)
-    return {
-        "time": t,
-        "peak_mb": _peak_mb(),
-        "data_mb": x.nbytes / 2**20,
-        "base_mb": base,
-        "release": _key(out),
-    }
-
-
-def _key(out):
-    if hasattr(out, "threshold"):
-        return [out.threshold, out.n_bins]
-    return [out.lower, out.upper, out.estimate]
-
-
-def _phases(x) -> dict:
-    """Where the Dask interval's time goes (same calls as private_confidence_interval)."""
-    import math
-
-    from dpuq.inference._data import resolve_n_subsets
-    from dpuq.scale.intervals import DaskIntervalData
-
-    t0 = time.perf_counter()
-    d = DaskIntervalData(x, (0.0, 1.0), False)
-    t1 = time.perf_counter()
-    d.mean_variance()
-    t2 = time.perf_counter()
-    s = resolve_n_subsets("auto", d.size, EPSILON)
-    d.subset_moments(s, 500, np.random.default_rng(0))
-    t3 = time.perf_counter()
-    return {
-        "validate+sums": t1 - t0,
-        "squared deviations": t2 - t1,
-        "partition+moments": t3 - t2,
-        "subsets": s,
-        "subset_size": d.size // s,
-        "log10n": math.log10(d.size),
-    }
-
-
-def _calibrate_phases(x) -> dict:
-    """Where calibrate's time goes on Dask: the bin choice (client) and the counting pass."""
-    import dpuq
-    from dpuq.scale._dask import DaskScores
-
-    t0 = time.perf_counter()
-    m = dpuq.auto_n_bins(int(x.shape[0]), ALPHA, EPSILON)[0] if BINS == "auto" else BINS
-    t1 = time.perf_counter()
-    bins, counts = DaskScores(x).bin_counts(m)
-    t2 = time.perf_counter()
-    from dpuq.mechanisms.quantile import private_quantile_from_counts
-    from dpuq.planning import _certified_rho, _level_from_rho
-
-    n = int(x.shape[0])
-    dense = np.zeros(m, dtype=np.int64)
-    dense[bins] = counts
-    level = _level_from_rho(n, _certified_rho(n, ALPHA, EPSILON, m), ALPHA, EPSILON, m)
-    private_quantile_from_counts(dense, level, EPSILON, np.random.default_rng(0))
-    t3 = time.perf_counter()
-    return {
-        "bins (client)": t1 - t0,
-        "count pass (workers)": t2 - t1,
-        "sampling (client)": t3 - t2,
-        "n_bins": m,
-        "non-empty": bins.size,
-    }
-
-
-def dask_client(address: str, n: int, kind: str, repeats: int) -> dict:
-    """Run in a child process connected to the cluster: its peak memory is the client's."""
     from dask.distributed import Client, wait
 
     warnings.simplefilter("ignore")
     client = Client(address)
-    x = _data(n, kind).persist()
+    x = dask.persist(_data(n, release))[0]
     wait(x)
-    fn = _calibrate if kind == "scores" else _interval
-    fn(_data(100_000, kind))  # warm-up: imports on the workers
-    t, out = _timed(lambda: fn(x), repeats)
-    phases = _phases(x) if kind == "interval" else _calibrate_phases(x)
+    _release(release, _data(200_000, release))  # warm-up: imports on client and workers
+    base = _rss_mb()
+    t, out = _timed(lambda: _release(release, x), repeats)
     peak = _peak_mb()
     client.close()
-    return {"time": t, "peak_mb": peak, "release": _key(out), "phases": phases}
+    return {"time": t, "growth_mb": peak - base, "base_mb": base, "release": _key(out)}
+
+
+def in_memory(n: int, release: str, repeats: int) -> dict:
+    """In a child process: compute the array locally, then time the NumPy release."""
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        x = dask.compute(_data(n, release))[0]
+    base = _rss_mb()
+    t, out = _timed(lambda: _release(release, x), repeats)
+    return {"time": t, "growth_mb": _peak_mb() - base, "release": _key(out)}
 
 
 def _run_child(*args: str) -> dict:
@@ -166,26 +117,23 @@ def _run_child(*args: str) -> dict:
 
 
 def main() -> None:
-    global BINS
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--kinds", nargs="+", default=["scores", "interval"])
-    parser.add_argument("--bins", default="auto", help="calibrate's n_bins (auto or an int)")
-    parser.add_argument("--dask-only", action="store_true", help="skip the NumPy runs")
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    parser.add_argument("--client", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1e7])
+    parser.add_argument("--workers", type=int, nargs="+", default=[2, 1])
+    parser.add_argument("--releases", nargs="+", default=list(RELEASES))
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--numpy", action="store_true", help="also the in-memory release")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--client", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    BINS = args.bins if args.bins == "auto" else int(args.bins)
     if args.child:
-        n, kind, repeats = int(float(args.child[0])), args.child[1], int(args.child[2])
-        print(json.dumps(in_memory(n, kind, repeats)))
+        n, release, reps = int(float(args.child[0])), args.child[1], int(args.child[2])
+        print(json.dumps(in_memory(n, release, reps)))
         return
     if args.client:
-        address, n, kind, repeats = args.client[0], int(float(args.client[1])), *args.client[2:4]
-        print(json.dumps(dask_client(address, n, kind, int(repeats))))
+        address, n, release, reps = args.client
+        print(json.dumps(dask_client(address, int(float(n)), release, int(reps))))
         return
-
     try:
         from dask.distributed import LocalCluster
     except ImportError:
@@ -193,37 +141,36 @@ def main() -> None:
         return
 
     warnings.simplefilter("ignore")
-    cluster = LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        memory_limit="6GiB",
-    )
-    print(f"2-worker LocalCluster (1 thread each); calibrate n_bins={BINS}; chunks of {CHUNK}")
     print(
-        f"{'benchmark':<30}{'n':>8}{'dask':>10}{'numpy':>10}{'client MB':>11}"
-        f"{'numpy MB':>10}  equal"
+        f"{'release':<14}{'workers':>8}{'n':>8}{'dask s':>9}{'client +MB':>11}"
+        f"{'numpy s':>9}{'numpy +MB':>10}  equal",
+        flush=True,
     )
-    for kind in args.kinds:
+    for workers in args.workers:
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            memory_limit="7GiB",
+        )
         for size in args.sizes:
-            n = int(size)
-            reps = str(args.repeats if n < 10**8 else 1)
-            extra = ["--bins", str(BINS)]
-            got = _run_child(*extra, "--client", cluster.scheduler_address, str(n), kind, reps)
-            name = "calibrate" if kind == "scores" else "private mean interval"
-            if args.dask_only:
-                mem = {"time": float("nan"), "peak_mb": float("nan"), "release": None}
-            else:
-                mem = _run_child(*extra, "--child", str(n), kind, reps)
-            same = "-" if mem["release"] is None else str(got["release"] == mem["release"])
-            print(
-                f"{name:<30}{n:>8.0e}{got['time']:>9.2f}s{mem['time']:>9.2f}s"
-                f"{got['peak_mb']:>11.0f}{mem['peak_mb']:>10.0f}  {same}",
-                flush=True,
-            )
-            print("   phases:", {k: round(v, 2) for k, v in got["phases"].items()}, flush=True)
-    cluster.close()
+            for release in args.releases:
+                n = int(size)
+                got = _run_child(
+                    "--client", cluster.scheduler_address, str(n), release, str(args.repeats)
+                )
+                mem = {"time": float("nan"), "growth_mb": float("nan"), "release": None}
+                if args.numpy and workers == max(args.workers):
+                    mem = _run_child("--child", str(n), release, str(args.repeats))
+                same = "-" if mem["release"] is None else str(got["release"] == mem["release"])
+                print(
+                    f"{release:<14}{workers:>8}{n:>8.0e}{got['time']:>9.1f}"
+                    f"{got['growth_mb']:>11.0f}{mem['time']:>9.1f}{mem['growth_mb']:>10.0f}"
+                    f"  {same}",
+                    flush=True,
+                )
+        cluster.close()
 
 
 if __name__ == "__main__":

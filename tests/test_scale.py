@@ -170,12 +170,51 @@ def test_interval_validation_errors_match(client):
     assert str(got.value) == str(ref.value)
 
 
-def test_interval_unsupported_statistic_is_a_clear_error():
+@pytest.mark.parametrize(
+    ("statistic", "method", "kw"),
+    [
+        ("median", "ensemble", {}),
+        ("trimmed_mean", "ensemble", {"symmetric": False}),
+        ("mean", "ensemble_cdf", {"epsilon": 100.0, "n_subsets": 60, "n_resamples": 40}),
+        ("median", "ensemble_cdf", {"epsilon": 100.0, "n_subsets": 60, "n_resamples": 40}),
+        ("trimmed_mean", "ensemble_cdf", {"epsilon": 100.0, "n_subsets": 60, "n_resamples": 40}),
+    ],
+)
+def test_every_interval_dask_equals_memory(client, statistic, method, kw):
+    x = np.random.default_rng(8).beta(2, 5, size=12_000)
+    kw = {"alpha": 0.2, "epsilon": 1.0, "bounds": (0.0, 1.0), "n_resamples": 60, **kw}
+    kw.update(statistic=statistic, method=method)
+    ref = dpuq.private_confidence_interval(x, random_state=5, **kw)
+    got = dpuq.private_confidence_interval(da.from_array(x, chunks=2_501), random_state=5, **kw)
+    assert ref.informative  # informative, so the per-subset work is compared
+    assert got.interval == ref.interval and got.estimate == ref.estimate
+    assert got.privacy_report == ref.privacy_report
+    other = dpuq.private_confidence_interval(x, random_state=6, **kw)
+    assert other.interval != ref.interval  # negative control: the seed matters
+
+
+def test_trimmed_mean_selection_is_exact_with_ties_and_negatives():
+    from dpuq.inference._data import parse_statistic
+    from dpuq.inference._tiles import ArrayData, exact_statistic
+    from dpuq.scale.intervals import DaskIntervalData
+
+    rng = np.random.default_rng(9)
+    x = np.round(rng.normal(size=5_000), 1)  # many ties, both signs, -0.0 and 0.0
+    x[:7] = -0.0
+    stat = parse_statistic("trimmed_mean", 0.2)
+    with __import__("dask").config.set(scheduler="synchronous"):
+        dx = DaskIntervalData(da.from_array(x, chunks=999), (-10.0, 10.0), False)
+        xs = np.sort(x)
+        assert dx.order_statistics([0, 123, 4_999]) == [xs[0], xs[123], xs[4_999]]
+        got = exact_statistic(dx, stat, None)
+    assert got == exact_statistic(ArrayData(x), stat, None)
+    np.testing.assert_allclose(got, stat.of_sorted(np.sort(x)), rtol=1e-12)
+
+
+def test_naive_interval_on_dask_refuses_with_the_reason():
     x = da.from_array(np.linspace(0, 1, 100), chunks=50)
-    with pytest.raises(ValueError, match="statistic='mean'"):
-        dpuq.private_confidence_interval(
-            x, alpha=0.05, epsilon=1.0, bounds=(0, 1), statistic="median"
-        )
+    with pytest.raises(ValueError, match="random reads across all chunks"):
+        dpuq.private_confidence_interval(x, alpha=0.05, epsilon=1.0, bounds=(0, 1), method="naive")
 
 
 # ----------------------------------------------------------------- scoring on the workers
@@ -193,10 +232,18 @@ def test_classifier_conformalize_on_dask_equals_memory(client):
         got = dpuq.PrivateConformalClassifier(model, **kw)
         got.conformalize(da.from_array(Xc, chunks=(700, 3)), da.from_array(yc, chunks=700))
         assert got.calibration_ == ref.calibration_
-    with pytest.raises(ValueError, match="randomized"):  # the private default for APS
-        dpuq.PrivateConformalClassifier(model, epsilon=1.0, conformity_score="aps").conformalize(
-            da.from_array(Xc, chunks=(700, 3)), da.from_array(yc, chunks=700)
-        )
+    # randomised APS/RAPS (the private default): U drawn per row on the workers, the same
+    # numbers as in memory; class-conditional thresholds from chunk-wise (class, bin) counts
+    for kw in (
+        {"conformity_score": "aps"},
+        {"conformity_score": "raps", "class_conditional": True},
+        {"conformity_score": "lac", "class_conditional": True},
+    ):
+        ref = dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=3, **kw)
+        ref.conformalize(Xc, yc)
+        got = dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=3, **kw)
+        got.conformalize(da.from_array(Xc, chunks=(700, 3)), da.from_array(yc, chunks=700))
+        assert got.calibration_ == ref.calibration_, kw
     scores = dpuq.scale.score_partitions(
         model, da.from_array(Xc, chunks=(500, 3)), da.from_array(yc, chunks=500)
     )
@@ -216,6 +263,42 @@ def test_regressor_conformalize_on_dask_equals_memory(client):
     got = dpuq.PrivateConformalRegressor(model, epsilon=1.0, bound=5.0, random_state=4)
     got.conformalize(da.from_array(X, chunks=(800, 2)), da.from_array(y, chunks=800))
     assert got.calibration_ == ref.calibration_
+    groups = (X[:, 0] > 0).astype(int)
+    kw = {"epsilon": 1.0, "bound": 5.0, "n_groups": 2, "random_state": 4}
+    ref = dpuq.PrivateConformalRegressor(model, **kw).conformalize(X, y, groups)
+    got = dpuq.PrivateConformalRegressor(model, **kw).conformalize(
+        da.from_array(X, chunks=(800, 2)),
+        da.from_array(y, chunks=800),
+        da.from_array(groups, chunks=900),
+    )
+    assert got.calibration_ == ref.calibration_
+    with pytest.raises(ValueError, match="needs groups="):
+        dpuq.PrivateConformalRegressor(model, **kw).conformalize(
+            da.from_array(X, chunks=(800, 2)), da.from_array(y, chunks=800)
+        )
+
+
+def test_calibrate_by_class_on_dask_equals_memory_and_validates(client):
+    rng = np.random.default_rng(10)
+    labels = rng.integers(0, 3, size=9_000)
+    scores = rng.uniform(size=9_000) * (1 + labels) / 3
+    kw = {"alpha": 0.1, "epsilon": 1.0, "random_state": 2}
+    ref = dpuq.calibrate_by_class(scores, labels, 3, **kw)
+    ds, dl = da.from_array(scores, chunks=2_000), da.from_array(labels, chunks=1_500)
+    assert dpuq.calibrate_by_class(ds, dl, 3, **kw) == ref
+    assert dpuq.calibrate_by_class(ds, dl, 3, **{**kw, "random_state": 3}) != ref
+    for bad_scores, bad_labels in ((scores.copy(), labels), (scores, labels.copy())):
+        bad_scores[5], bad_labels[5] = 1.5, 7
+        with pytest.raises(ValueError) as want:
+            dpuq.calibrate_by_class(bad_scores, bad_labels, 3, **kw)
+        with pytest.raises(ValueError) as got:
+            dpuq.calibrate_by_class(
+                da.from_array(bad_scores, chunks=2_000),
+                da.from_array(bad_labels, chunks=2_000),
+                3,
+                **kw,
+            )
+        assert str(got.value) == str(want.value)
 
 
 def test_dask_dataframe_column_is_accepted(client):
@@ -307,7 +390,81 @@ def test_chunked_csv_and_npy_readers(tmp_path):
         open_scores(tmp_path / "bad.csv", column="score")
 
 
-def test_in_memory_only_estimators_refuse_dask_input():
-    x = da.from_array(np.linspace(0, 1, 100), chunks=50)
-    with pytest.raises(TypeError, match="runs in memory only"):
-        dpuq.private_bootstrap_cdf(x, 0.0, epsilon=1.0, bounds=(0, 1))
+def test_bootstrap_cdf_estimators_dask_equal_memory(client):
+    x = np.random.default_rng(12).beta(2, 5, size=8_000)
+    dx = da.from_array(x, chunks=3_001)
+    kw = {"epsilon": 1.0, "bounds": (0, 1), "n_resamples": 50, "random_state": 4}
+    t = np.array([-0.5, 0.0, 0.7])
+    for fn, extra in (
+        (dpuq.private_bootstrap_cdf, {"statistic": "median"}),
+        (dpuq.private_studentized_cdf, {}),
+    ):
+        ref, got = fn(x, t, **kw, **extra), fn(dx, t, **kw, **extra)
+        np.testing.assert_array_equal(got.noisy, ref.noisy)
+        assert got.privacy_report == ref.privacy_report
+    ref = dpuq.private_bootstrap_cdf_grid(x, **kw, statistic="trimmed_mean")
+    got = dpuq.private_bootstrap_cdf_grid(dx, **kw, statistic="trimmed_mean")
+    np.testing.assert_array_equal(got.noisy, ref.noisy)
+    with pytest.raises(ValueError, match="random reads across all chunks"):
+        dpuq.private_bootstrap_cdf(dx, 0.0, epsilon=1.0, bounds=(0, 1), method="naive")
+
+
+def test_parquet_example_releases_calibration_interval_and_class_thresholds(client, tmp_path):
+    """The docs/scale.md example on a tiny partitioned Parquet data set: the same releases
+    as in memory from the same rows."""
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(11)
+    n = 6_000
+    label = rng.integers(0, 3, size=n)
+    frame = pd.DataFrame(
+        {
+            "score": rng.uniform(size=n) * (1 + label) / 3,
+            "label": label,
+            "stay": np.round(rng.gamma(2.0, 4.0, size=n).clip(0, 365), 1),
+        }
+    )
+    dd.from_pandas(frame, npartitions=4).to_parquet(tmp_path / "calibration")
+    assert len(list((tmp_path / "calibration").glob("*.parquet"))) == 4
+
+    df = dd.read_parquet(tmp_path / "calibration")  # read on the workers
+    kw = {"epsilon": 1.0, "random_state": 3}
+    cal = dpuq.calibrate(df["score"], alpha=0.1, **kw)
+    by_class = dpuq.calibrate_by_class(df["score"], df["label"], 3, alpha=0.1, **kw)
+    ci = dpuq.private_confidence_interval(
+        df["stay"], alpha=0.05, bounds=(0, 365), statistic="median", **kw
+    )
+
+    assert cal == dpuq.calibrate(frame["score"].to_numpy(), alpha=0.1, **kw)
+    ref = dpuq.calibrate_by_class(
+        frame["score"].to_numpy(), frame["label"].to_numpy(), 3, alpha=0.1, **kw
+    )
+    assert by_class == ref
+    ref_ci = dpuq.private_confidence_interval(
+        frame["stay"].to_numpy(), alpha=0.05, bounds=(0, 365), statistic="median", **kw
+    )
+    assert ci.interval == ref_ci.interval and ci.estimate == ref_ci.estimate
+
+
+def test_point_estimates_on_dask_equal_memory(client):
+    from dpuq.inference import estimates
+
+    x = np.random.default_rng(13).beta(2, 5, size=7_000)
+    dx = da.from_array(x, chunks=2_000)
+    kw = {"epsilon": 1.0, "bounds": (0, 1), "random_state": 2}
+    for fn in (
+        estimates.private_mean,
+        estimates.private_median,
+        estimates.private_trimmed_mean,
+        estimates.private_variance,
+    ):
+        assert fn(dx, **kw) == fn(x, **kw), fn.__name__
+    ref = estimates.private_median_log_distribution(x, epsilon=1.0, bounds=(0, 1))
+    got = estimates.private_median_log_distribution(dx, epsilon=1.0, bounds=(0, 1))
+    np.testing.assert_array_equal(got[1], ref[1])
+    kw = {"alpha": 0.1, "epsilon": 1.0, "bounds": (0, 1), "random_state": 2}
+    ref = dpuq.normal_approximation_interval(x, **kw)
+    assert dpuq.normal_approximation_interval(dx, **kw) == ref
+    with pytest.raises(TypeError, match="not private"):  # reads resampled values directly
+        dpuq.percentile_bootstrap_interval(dx, alpha=0.1)

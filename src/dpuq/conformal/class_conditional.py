@@ -33,6 +33,7 @@ from dpuq.ledger import charge
 from dpuq.mechanisms.class_thresholds import class_thresholds
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "ClassConditionalCalibration",
@@ -158,11 +159,16 @@ def calibrate_by_class(
     >>> len(cal.thresholds), cal.privacy_report.relation.value
     (3, 'replace-one')
     """
-    s = check_scores(scores)
+    if is_dask_collection(scores):  # counts per (class, bin) summed chunk-wise on the workers
+        from dpuq.scale._dask import DaskClassCounts
+
+        chunked, s = DaskClassCounts(scores, labels), None
+    else:
+        chunked, s = None, check_scores(scores)
     k = check_positive_int(n_classes, "n_classes", minimum=2)
     a = check_alpha(alpha)
     eps = check_epsilon(epsilon)
-    n = s.size
+    n = s.size if chunked is None else chunked.size
     if isinstance(n_bins, str):
         if n_bins != "auto":
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
@@ -179,7 +185,12 @@ def calibrate_by_class(
         )
         notes.append(msg)
         warnings.warn(msg, UninformativeReleaseWarning, stacklevel=2)
-    check_labels(labels, k, n)  # every setting and input checked before the charge
+    # every setting and input checked before the charge (Dask: chunk-wise, in the counts)
+    if chunked is None:
+        check_labels(labels, k, n)
+        counts = None
+    else:
+        counts = chunked.counts(k, m)
     charge(
         ledger,
         dataset,
@@ -189,7 +200,15 @@ def calibrate_by_class(
         settings={"alpha": a, "n": n, "n_classes": k, "method": "certified", "n_bins": m},
     )
     thresholds = class_thresholds(
-        s, labels, k, epsilon=eps, n_bins=m, schedule=schedule, pad=pad, random_state=random_state
+        s,
+        None if chunked else labels,
+        k,
+        epsilon=eps,
+        n_bins=m,
+        schedule=schedule,
+        pad=pad,
+        random_state=random_state,
+        counts=counts,
     )
     report = PrivacyReport(
         mechanism=MECHANISM,

@@ -52,8 +52,18 @@ def _bin_grid(typical: int) -> np.ndarray:
 
 
 def _g(t, epsilon_class: float, m: int):
-    """``1 / (1 + (m-1) exp(-ε_c t / 2))``, computed as a logistic function."""
-    return expit(epsilon_class * np.asarray(t, dtype=float) / 2.0 - math.log(m - 1))
+    """``1 / (1 + (m-1) exp(-ε_c t / 2))``, computed as a logistic function.
+
+    Arrays: ``expit`` is evaluated only where its value is not exactly 1.0 (argument >= 40:
+    ``1 + e^-40`` rounds to 1) or 0.0 (argument <= -800: ``e^-800`` underflows), the same
+    values at a fraction of the cost over long ranges of t."""
+    x = epsilon_class * np.asarray(t, dtype=float) / 2.0 - math.log(m - 1)
+    if x.ndim == 0:
+        return expit(x)
+    out = np.where(x >= 40.0, 1.0, 0.0)
+    mid = (x > -800.0) & (x < 40.0)
+    out[mid] = expit(x[mid])
+    return out
 
 
 def _check(alpha, epsilon, n_bins) -> tuple[float, float, int]:
@@ -143,26 +153,109 @@ def class_rank_schedule(
     w = check_positive_int(max_size, "max_size", minimum=0)
     a, eps_c, m = _check(alpha, epsilon, n_bins)
     pad = class_padding(a, 2.0 * eps_c, m)
-    t0 = -(w + 1)  # smallest t kept; G[i] = sum of g(t) for t0 <= t < t0 + i
-    g = _g(np.arange(t0, w + pad + 1), eps_c, m)
-    cum = np.concatenate(([0.0], np.cumsum(g)))
-    n = np.arange(w + 1)
-    target = (1.0 - a + _SLACK) * (n + 1)
-
-    def ok(r):  # sum_{t = r-n}^{r} g(t) >= target
-        return cum[r - t0 + 1] - cum[r - n - t0] >= target
-
-    lo = np.full(w + 1, -1, dtype=np.int64)  # fails (or below the range)
-    hi = n + pad  # holds: every term is >= g(pad) >= 1 - alpha
-    while np.any(hi - lo > 1):
-        mid = (lo + hi) // 2
-        good = ok(np.maximum(mid, 0))
-        hi = np.where(good, mid, hi)
-        lo = np.where(good, lo, mid)
+    sums = _PrefixSums(-(w + 1), 2 * w + pad + 2, eps_c, m)
+    hi = np.empty(w + 1, dtype=np.int64)
+    for n0 in range(0, w + 1, _SIZES_PER_PASS):  # chunks of sizes: O(chunk) temporaries
+        n1 = min(w + 1, n0 + _SIZES_PER_PASS)
+        previous = int(hi[n0 - 1]) if n0 else None
+        hi[n0:n1] = _smallest_ranks(sums, n0, n1, a, pad, previous)
+    if (
+        hi[0] >= 0
+        and all(  # steps checked in chunks (bounded temporaries)
+            not np.any((d < 0) | (d > 1))
+            for d in (
+                np.diff(hi[i : i + _SIZES_PER_PASS + 1]) for i in range(0, w + 1, _SIZES_PER_PASS)
+            )
+        )
+    ):
+        return hi, pad  # already its own nondecreasing 1-Lipschitz majorant (module docstring)
     # smallest nondecreasing 1-Lipschitz majorant, exact on integers
+    n = np.arange(w + 1)
     later = np.maximum.accumulate((hi - n)[::-1])[::-1] + n
     schedule = np.maximum(np.maximum.accumulate(hi), later)
     return schedule.astype(np.int64), pad
+
+
+#: Class sizes handled per bisection pass of :func:`class_rank_schedule`, and the block of the
+#: carried prefix sums of ``g``: memory O(these), not O(n).
+_SIZES_PER_PASS = 1 << 18
+_SUM_BLOCK = 1 << 16
+#: Half-width of the first bracket around the linear guess ``ρ*(n0-1) + (1 - α)(n - n0 + 1)``.
+_GUESS_SPAN = 512
+
+
+class _PrefixSums:
+    """``G[i] = g(t0) + ... + g(t0 + i - 1)`` (``G[0] = 0``), summed left to right like
+    ``np.cumsum`` (bit for bit), kept as one carried value per block of :data:`_SUM_BLOCK`
+    terms and expanded on demand."""
+
+    def __init__(self, t0: int, length: int, eps_c: float, m: int) -> None:
+        self.t0, self.length, self.eps_c, self.m = t0, length, eps_c, m
+        carries, c = [], 0.0
+        for start in range(0, length, _SUM_BLOCK):
+            carries.append(c)
+            c = float(self._block(start, c)[-1])
+        carries.append(c)
+        self.carries = carries
+
+    def _block(self, start: int, carry: float) -> np.ndarray:
+        """``G[start .. start + B]`` (B + 1 values, fewer at the end) from ``G[start]``."""
+        stop = min(self.length, start + _SUM_BLOCK)
+        g = _g(np.arange(self.t0 + start, self.t0 + stop), self.eps_c, self.m)
+        return np.cumsum(np.concatenate(([carry], g)))
+
+    def window(self, lo: int, hi: int) -> np.ndarray:
+        """``G[lo:hi]``."""
+        lo, hi = max(0, lo), min(self.length + 1, hi)
+        k0, k1 = lo // _SUM_BLOCK, (hi - 1) // _SUM_BLOCK
+        parts = [self._block(k * _SUM_BLOCK, self.carries[k])[:_SUM_BLOCK] for k in range(k0, k1)]
+        parts.append(self._block(k1 * _SUM_BLOCK, self.carries[k1]))
+        full = np.concatenate(parts)
+        return full[lo - k0 * _SUM_BLOCK : hi - k0 * _SUM_BLOCK]
+
+
+def _smallest_ranks(sums: _PrefixSums, n0: int, n1: int, a: float, pad: int, previous):
+    """``ρ*(n)`` for ``n0 <= n < n1``: the smallest integer r in ``[0, n + pad]`` with
+    ``Σ_{t=r-n}^{r} g(t) >= (1 - α + slack)(n + 1)``, by bisection on all n at once.
+
+    The sum rises with r, so ρ* is where it crosses the target. Each size's bracket starts from
+    ``previous = ρ*(n0 - 1)`` (ρ* is nondecreasing with steps 0 or 1), and the result is
+    checked (the sum holds at it and fails one below); where the check fails the size is redone
+    with the full bracket ``[-1, n + pad]``. The sums read span O(chunk), not O(n)."""
+    t0 = sums.t0
+    n = np.arange(n0, n1)
+    target = (1.0 - a + _SLACK) * (n + 1)
+
+    def run(lo, hi, nn, tg):
+        r_min, r_max = int(max(0, lo.min())), int(hi.max())
+        top = sums.window(r_min - t0 + 1, r_max - t0 + 2)  # G[r - t0 + 1]
+        bottom = sums.window(r_min - int(nn.max()) - t0, r_max - int(nn.min()) - t0 + 1)
+        b0 = r_min - int(nn.max()) - t0
+
+        def ok(r):
+            return top[r - r_min] - bottom[r - nn - t0 - b0] >= tg
+
+        lo, hi = lo.copy(), hi.copy()
+        while np.any(hi - lo > 1):
+            mid = (lo + hi) // 2
+            good = ok(np.maximum(mid, 0))
+            hi = np.where(good, mid, hi)
+            lo = np.where(good, lo, mid)
+        return hi, ok
+
+    if previous is None:  # the first sizes: the full bracket (small n)
+        lo, hi = np.full(n.size, -1), n + pad
+    else:  # ρ*(n0 - 1) <= ρ*(n) <= ρ*(n0 - 1) + (n - n0 + 1), near slope 1 - α
+        lo = np.full(n.size, previous - 1)
+        hi = np.minimum(previous + 1 + (n - n0), n + pad)
+        guess = previous + np.round((1.0 - a) * (n - n0 + 1)).astype(np.int64)
+        lo, hi = np.maximum(lo, guess - _GUESS_SPAN), np.minimum(hi, guess + _GUESS_SPAN)
+    hi, ok = run(lo, np.maximum(hi, lo + 1), n, target)
+    bad = ~ok(np.maximum(hi, 0)) | ((hi - 1 >= 0) & ok(np.maximum(hi - 1, 0)))
+    if np.any(bad):  # a bracket did not hold: the full bracket for those sizes
+        nb = n[bad]
+        hi[bad] = run(np.full(nb.size, -1), nb + pad, nb, target[bad])[0]
+    return hi
 
 
 def _rank_star(n: int, alpha: float, epsilon_class: float, m: int, pad: int) -> int:
@@ -183,16 +276,28 @@ def _rank_star(n: int, alpha: float, epsilon_class: float, m: int, pad: int) -> 
     return hi
 
 
+def _even_counts(n: int, edges: np.ndarray) -> np.ndarray:
+    """Bin counts of the ``n`` evenly spread scores ``(i + 1/2)/n`` without forming them:
+    ``#{i : (i + 1/2)/n <= e_j}`` from its closed form, corrected against the same float
+    expression (monotone in i), so that the counts equal ``bincount(bin_index(...))``."""
+    if n == 0:
+        return np.zeros(edges.size, dtype=np.int64)
+    c = np.clip(np.floor(edges * n - 0.5).astype(np.int64) + 1, 0, n)
+    for _ in range(4):  # the guess is off by at most one; each pass fixes one step
+        c = c + ((c < n) & ((c + 0.5) / n <= edges))
+        c = c - ((c > 0) & ((c - 1 + 0.5) / n > edges))
+    return np.diff(np.concatenate(([0], c)))
+
+
 def _expected_uniform_threshold(n: int, alpha: float, epsilon: float, m: int) -> float:
     """``E[T]`` of one class of ``n`` evenly spread scores, from the exact law."""
     from dpuq.mechanisms.class_thresholds import _class_log_weights
-    from dpuq.mechanisms.quantile import bin_edges, bin_index
+    from dpuq.mechanisms.quantile import bin_edges
 
     pad = class_padding(alpha, epsilon, m)
     schedule = np.full(n + 1, _rank_star(n, alpha, epsilon / 2.0, m, pad), dtype=np.int64)
     edges = bin_edges(m)
-    scores = (np.arange(n) + 0.5) / max(n, 1)
-    counts = np.bincount(bin_index(scores, edges), minlength=m)[None, :]
+    counts = _even_counts(n, edges)[None, :]
     lw = _class_log_weights(counts, schedule, pad, epsilon)[0]
     p = np.exp(lw - lw.max())
     return float(p @ edges / p.sum())

@@ -171,11 +171,13 @@ class PrivateConformalClassifier(_PrivateConformalBase):
             )
         return probs
 
-    def _score_matrix(self, probs: np.ndarray, labels=None, rng=None) -> np.ndarray:
+    def _score_matrix(self, probs: np.ndarray, labels=None, rng=None, uniforms=None):
         params = dict(self.score_params or {})
         if self.conformity_score in ("aps", "raps"):
             params.setdefault("randomized", True)
-        if params.get("randomized"):
+        if params.get("randomized") and uniforms is not None:  # a chunk of Dask rows
+            params["uniforms"] = uniforms
+        elif params.get("randomized"):
             params["random_state"] = self._rng() if rng is None else rng
         return score_function(self.conformity_score)(probs, labels, **params)
 
@@ -245,16 +247,14 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                 )
         self._warn_if_released(epsilon)
         rng = self._rng()  # one fresh generator per release, never stored
-        if is_dask_collection(X_cal):  # scores computed on the workers, never gathered
-            if self.class_conditional:
-                raise ValueError(
-                    "class_conditional=True does not take Dask input (X_cal): compute the "
-                    "scores and labels chunk-wise and pass them to dpuq.calibrate_by_class"
-                )
+        if is_dask_collection(X_cal):  # scores (and labels) computed on the workers
             from dpuq.scale._dask import classifier_scores
 
             self._set_classes()
-            scores, labels = classifier_scores(self, X_cal, y_cal), None
+            if self.class_conditional:
+                scores, labels = classifier_scores(self, X_cal, y_cal, rng=rng, labels=True)
+            else:
+                scores, labels = classifier_scores(self, X_cal, y_cal, rng=rng), None
         else:
             scores, labels = self._calibration_scores(X_cal, y_cal, rng)
         what = "PrivateConformalClassifier.conformalize"

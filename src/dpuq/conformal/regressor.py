@@ -233,12 +233,14 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             )
         self._warn_if_released(epsilon)
         y = None if is_dask_collection(X_cal) else check_array_1d(y_cal, "y_cal")
-        if y is None and groups is not None:
-            raise ValueError(
-                "groups= does not take Dask input (X_cal): compute the scores chunk-wise and "
-                "pass them with the groups to dpuq.calibrate_by_class"
-            )
-        group_index = None if y is None else check_groups(groups, self.n_groups, y.size)
+        if y is not None:
+            group_index = check_groups(groups, self.n_groups, y.size)
+        elif check_groups(None if groups is None else [], self.n_groups, 0) is None:
+            group_index = None  # not grouped (n_groups, groups= checked as in memory)
+        else:  # Dask groups: validated chunk-wise with the scores (dpuq.calibrate_by_class)
+            if not is_dask_collection(groups):
+                raise TypeError("groups must be a Dask collection when X_cal is one")
+            group_index = groups
         if y is None:  # Dask input: scores computed on the workers, never gathered
             from dpuq.scale._dask import regressor_scores
 

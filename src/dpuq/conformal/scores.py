@@ -14,7 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from dpuq._validation import _as_float, check_labels, check_positive_int, check_probabilities
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import (
+    RandomState,
+    check_random_state,
+    derive_seed,
+    row_uniforms,
+)
 
 __all__ = ["aps_scores", "lac_scores", "raps_scores", "score_matrix_and_labels", "top_k_scores"]
 
@@ -53,7 +58,21 @@ def lac_scores(probs, labels=None) -> np.ndarray:
     return _pick(1.0 - _normalised(probs), labels)
 
 
-def _aps_matrix(p: np.ndarray, randomized: bool, rng: np.random.Generator | None):
+def _row_draws(n: int, randomized: bool, random_state, uniforms) -> np.ndarray | None:
+    """The per-row ``U`` of randomised scores: given (chunked scoring), or drawn per row
+    from generators derived from ``random_state`` (:func:`~dpuq.mechanisms.randomness.
+    row_uniforms`, the same numbers whatever the chunking)."""
+    if not randomized:
+        return None
+    if uniforms is not None:
+        u = np.asarray(uniforms, dtype=float)
+        if u.shape != (n,):
+            raise ValueError(f"uniforms must have shape ({n},), got {u.shape}")
+        return u
+    return row_uniforms(derive_seed(check_random_state(random_state)), 0, n)
+
+
+def _aps_matrix(p: np.ndarray, randomized: bool, u: np.ndarray | None):
     order = np.argsort(-p, axis=1, kind="stable")
     sorted_p = np.take_along_axis(p, order, axis=1)
     cum_above = np.cumsum(sorted_p, axis=1) - sorted_p  # mass ranked strictly above
@@ -61,8 +80,7 @@ def _aps_matrix(p: np.ndarray, randomized: bool, rng: np.random.Generator | None
     np.put_along_axis(ranks, order, np.arange(p.shape[1])[None, :], axis=1)
     above = np.take_along_axis(cum_above, ranks, axis=1)
     if randomized:
-        u = rng.random((p.shape[0], 1))
-        scores = above + u * p
+        scores = above + u[:, None] * p
     else:
         scores = above + p
     # Cumulative sums of a normalised row can exceed 1 by a few ulps: remove that rounding.
@@ -70,13 +88,19 @@ def _aps_matrix(p: np.ndarray, randomized: bool, rng: np.random.Generator | None
 
 
 def aps_scores(
-    probs, labels=None, *, randomized: bool = False, random_state: RandomState = None
+    probs,
+    labels=None,
+    *,
+    randomized: bool = False,
+    random_state: RandomState = None,
+    uniforms=None,
 ) -> np.ndarray:
     """APS score (Romano, Sesia, Candès 2020): mass of labels ranked above ``y`` plus ``p̂_y``.
 
     With ``randomized=True`` the own-label term is ``U · p̂_y`` with one ``U ~ Uniform(0, 1)``
     per row (exact coverage in expectation); otherwise ``p̂_y`` (conservative). Ties in
-    probability are ranked by class index.
+    probability are ranked by class index. ``uniforms`` (shape (n,)) gives the ``U`` draws
+    instead of ``random_state`` (chunked scoring on Dask, :mod:`dpuq.scale._dask`).
 
     Examples
     --------
@@ -84,8 +108,8 @@ def aps_scores(
     [0.8]
     """
     p = _normalised(probs)
-    rng = check_random_state(random_state) if randomized else None
-    return _pick(_aps_matrix(p, randomized, rng)[0], labels)
+    u = _row_draws(p.shape[0], randomized, random_state, uniforms)
+    return _pick(_aps_matrix(p, randomized, u)[0], labels)
 
 
 def raps_scores(
@@ -96,6 +120,7 @@ def raps_scores(
     k_reg: int = 5,
     randomized: bool = False,
     random_state: RandomState = None,
+    uniforms=None,
 ) -> np.ndarray:
     """RAPS score (Angelopoulos et al. 2021), rescaled to [0, 1] by its public maximum.
 
@@ -112,8 +137,8 @@ def raps_scores(
     if not np.isfinite(lam) or lam < 0 or lam > 1e100:
         raise ValueError(f"lam must be a finite number in [0, 1e100], got {lam!r}")
     k_reg = check_positive_int(k_reg, "k_reg", minimum=0)
-    rng = check_random_state(random_state) if randomized else None
-    aps, ranks = _aps_matrix(p, randomized, rng)
+    u = _row_draws(p.shape[0], randomized, random_state, uniforms)
+    aps, ranks = _aps_matrix(p, randomized, u)
     penalty = lam * np.maximum(0, ranks - k_reg)
     scale = 1.0 + lam * max(0, p.shape[1] - k_reg)
     return _pick(np.minimum((aps + penalty) / scale, 1.0), labels)

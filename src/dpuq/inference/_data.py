@@ -91,9 +91,8 @@ def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.nd
         raise TypeError(f"clip must be True or False, got {clip!r}")
     if is_dask_collection(x):  # never gather a Dask array on the client behind the user's back
         raise TypeError(
-            f"{name} is a Dask collection; this estimator runs in memory only (pass a NumPy "
-            "array), or use private_confidence_interval(statistic='mean', method='ensemble'), "
-            "which runs on Dask"
+            f"{name} is a Dask collection; check_data validates data in memory (every "
+            "private release of dpuq.inference takes Dask input and validates it chunk-wise)"
         )
     arr = check_array_1d(x, name)
     a, b = check_bounds(bounds)

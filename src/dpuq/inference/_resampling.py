@@ -5,8 +5,10 @@ A subset of ``b`` points is resampled to size ``n`` by multinomial weights
 resample, and every statistic of a resample is a function of the subset's sorted points and
 the weights. Nothing here loops over resamples or data points.
 
-Weights are drawn from the caller's generator before and independently of the data values, so
-two neighbouring data sets see the same permutation and the same weights (the privacy
+Weights are drawn (per weight group, from generators derived from the caller's generator:
+:func:`dpuq.mechanisms.randomness.bootstrap_weights`, planned by
+:func:`dpuq.inference._tiles.tile_plan`) before and independently of the data values, so two
+neighbouring data sets see the same permutation and the same weights (the privacy
 arguments condition on them). When ``s * T * b`` exceeds :data:`MAX_WEIGHT_DRAWS`, subsets
 share weight draws in ``K`` groups; this costs no privacy (the weights are data-independent)
 and keeps each subset's bootstrap exact, but the Monte Carlo errors of subsets in one group are
@@ -23,15 +25,13 @@ import numpy as np
 from dpuq.inference._blocks import (
     TILE_ROWS,
     one_blas_thread,
-    partition_plan,
-    sorted_subsets,
     tile_moments,
     tiles,
 )
 from dpuq.inference._data import Statistic
 from dpuq.mechanisms.windowed import windowed_exponential_mechanism
 
-__all__ = ["MAX_WEIGHT_DRAWS", "Resamples", "draw_resamples", "simulate_em_median"]
+__all__ = ["MAX_WEIGHT_DRAWS", "Resamples", "simulate_em_median"]
 
 #: Multinomial cells drawn at most per call before subsets share weights (about 0.3 s).
 MAX_WEIGHT_DRAWS = 5_000_000
@@ -111,40 +111,6 @@ class Resamples:
                     subsets[lo:hi], self.weights[g], min(TILE_ROWS, m), self.n
                 )
         return m1, np.maximum(m2 - m1 * m1, 0.0)
-
-
-def draw_resamples(
-    x: np.ndarray,
-    n_subsets: int,
-    n_resamples: int,
-    rng: np.random.Generator,
-    resample_size: int | None = None,
-) -> Resamples:
-    """Split ``x`` at random into ``s`` disjoint subsets of ``b = floor(n/s)`` points and draw
-    BLB weights of total ``n`` for ``T`` resamples per subset (Chadha et al. 2024, Algorithm 2,
-    lines 1-5).
-
-    ``resample_size`` (default ``n``) can be set to ``b``: the ordinary bootstrap of each
-    subset, used for the median's interval (see :mod:`dpuq.inference.intervals`). The
-    ``n - s b`` points left over enter no subset. The split is a uniformly random partition
-    drawn block by block (:func:`dpuq.inference._blocks.partition_plan`, reproducible on a
-    Dask array); randomness is drawn in a fixed order (partition, then weights) that does not
-    depend on the data values.
-    """
-    n = x.size if resample_size is None else int(resample_size)
-    s, t = int(n_subsets), int(n_resamples)
-    b = x.size // s
-    subsets = sorted_subsets(x, partition_plan(x.size, s, b, rng))
-    if s * t * b <= MAX_WEIGHT_DRAWS:
-        k = s
-    else:
-        k = max(1, min(s, MAX_WEIGHT_DRAWS // (t * b)))
-    m = math.ceil(s / k)
-    if k * m > s:
-        pad = np.broadcast_to(subsets[-1], (k * m - s, b))
-        subsets = np.concatenate([subsets, pad], axis=0)
-    weights = rng.multinomial(n, np.full(b, 1.0 / b), size=(k, t)).astype(float)
-    return Resamples(subsets.reshape(k, m, b), weights, s, n)
 
 
 #: Candidates x pairs handled per chunk of :func:`simulate_em_median` (bounds its memory).

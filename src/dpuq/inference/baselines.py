@@ -15,6 +15,7 @@ from dpuq.inference._data import (
     check_data,
     parse_statistic,
 )
+from dpuq.inference._tiles import ArrayData
 from dpuq.inference.confidence_interval import ConfidenceInterval
 from dpuq.inference.ensemble import _resolve_resamples
 from dpuq.inference.normal_laplace import normal_laplace_quantile
@@ -22,6 +23,7 @@ from dpuq.ledger import charge
 from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "normal_approximation_interval",
@@ -72,6 +74,12 @@ def percentile_bootstrap_interval(
     stat = parse_statistic(statistic, trim)
     from dpuq._validation import check_array_1d, check_magnitude, check_work
 
+    if is_dask_collection(x):  # never gather a Dask array on the client behind one's back
+        raise TypeError(
+            "percentile_bootstrap_interval is not private (a reference for experiments on data "
+            "that fit in memory): its n_resamples full-size resamples read n_resamples x n "
+            "random positions of x; on Dask use private_confidence_interval"
+        )
     data = check_magnitude(check_array_1d(x, "x"), "x")
     b_res = _resolve_resamples(n_resamples, 1000)
     check_work(b_res * data.size, "n_resamples x n", "use fewer resamples")
@@ -90,14 +98,17 @@ def percentile_bootstrap_interval(
     )
 
 
-def _normal_batch(xb, bounds, alpha, e_mean, e_var, rng):
-    """Private normal approximation for each row of ``xb``: ``(lower, upper, estimate)``."""
-    n = xb.shape[1]
+def _normal_batch(xb, bounds, alpha, e_mean, e_var, rng, moments=None):
+    """Private normal approximation for each row of ``xb``: ``(lower, upper, estimate)``.
+
+    ``moments``: ``(n, means, variances)`` computed elsewhere (one sample on the block grid,
+    in memory or on Dask), then ``xb`` is None."""
+    n, means, variances = moments or (xb.shape[1], xb.mean(axis=1), xb.var(axis=1))
     a, b = bounds
     r = b - a
     mean_scale, var_scale = laplace_scale(r / n, e_mean), laplace_scale(r * r / n, e_var)
-    est = laplace_release(xb.mean(axis=1), scale=mean_scale, random_state=rng)
-    var = laplace_release(xb.var(axis=1), scale=var_scale, random_state=rng)
+    est = laplace_release(means, scale=mean_scale, random_state=rng)
+    var = laplace_release(variances, scale=var_scale, random_state=rng)
     sigma = np.sqrt(np.maximum(var * n / (n - 1), (r / n) ** 2))
     half = np.array(
         [normal_laplace_quantile(1.0 - alpha / 2.0, sg / math.sqrt(n), mean_scale) for sg in sigma]
@@ -143,7 +154,12 @@ def normal_approximation_interval(
     eps = check_epsilon(epsilon)
     share = check_in_open_unit(variance_share, "variance_share")
     e_var, e_mean = share * eps, (1.0 - share) * eps
-    data, _ = check_data(x, bounds, clip=clip)
+    if is_dask_collection(x):  # sums on the workers (dpuq.scale.intervals)
+        from dpuq.scale.intervals import dask_interval_data
+
+        data = dask_interval_data(x, bounds, clip=clip, statistic="mean", method="ensemble")
+    else:
+        data = ArrayData(check_data(x, bounds, clip=clip)[0])
     if data.size < 2:
         raise ValueError(f"x needs at least 2 values, got n={data.size}")
     bnds = check_bounds(bounds)
@@ -153,7 +169,9 @@ def normal_approximation_interval(
         ledger, dataset, eps, what=what, seeded=random_state is not None,
         settings={"alpha": a, "n": int(data.size), "bounds": [float(v) for v in bnds]},
     )  # fmt: skip
-    lo, hi, est, ms, vs = _normal_batch(data[None, :], bnds, a, e_mean, e_var, rng)
+    mean, var = data.mean_variance()  # on the block grid, as on Dask
+    moments = (data.size, np.array([mean]), np.array([var]))
+    lo, hi, est, ms, vs = _normal_batch(None, bnds, a, e_mean, e_var, rng, moments)
     report = PrivacyReport(
         mechanism="normal approximation with Laplace mean and Laplace variance",
         epsilon=eps,

@@ -43,15 +43,15 @@ from dpuq.inference.ensemble import (
     DEFAULT_RESAMPLES,
     PrivateCDF,
     PrivateCDFGrid,
-    _cdfs_at,
+    RootKernel,
     _check_root,
     _check_thresholds,
     _ensemble_details,
-    _ensemble_resamples,
     _prepare,
     _resolve_resamples,
     check_subset_work,
     ensemble_plan,
+    ensemble_step,
     subset_bootstrap_cdfs,
     subset_roots,
 )
@@ -161,7 +161,7 @@ def private_bootstrap_cdf(
     >>> est.privacy_report.epsilon
     1.0
     """
-    data, bnds, eps, stat = _prepare(x, bounds, epsilon, statistic, trim, clip)
+    data, bnds, eps, stat = _prepare(x, bounds, epsilon, statistic, trim, clip, method)
     tarr = _check_thresholds(t)
     tv = tarr.reshape(-1)
     rng = check_random_state(random_state)
@@ -171,8 +171,8 @@ def private_bootstrap_cdf(
     if method == "ensemble":
         ensemble_plan(n, stat, n_subsets, eps, n_resamples)  # settings before the charge
         charge(ledger, dataset, eps, what=what, seeded=seeded, settings=settings)
-        res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
-        per_subset = _cdfs_at(subset_roots(res, stat, "basic"), tv)
+        kernel = RootKernel(stat, "basic", thresholds=tv)
+        (per_subset,), res = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
         noisy, scale = private_average(per_subset, eps, rng)
         s = res.n_subsets
         report = PrivacyReport(
@@ -332,16 +332,9 @@ def private_bootstrap_cdf_grid(
         ledger, dataset, eps, what=what, seeded=random_state is not None,
         settings={"n": int(data.size), "statistic": stat.name, "grid": int(g.size)},
     )  # fmt: skip
-    res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
-    roots = subset_roots(res, stat, root)
-    s, tt = roots.shape
-    cell = np.searchsorted(g, roots, side="left")
-    masses = (
-        np.bincount(
-            (np.arange(s)[:, None] * (g.size + 1) + cell).ravel(), minlength=s * (g.size + 1)
-        ).reshape(s, g.size + 1)
-        / tt
-    )
+    kernel = RootKernel(stat, root, grid=g)
+    (masses,), res = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
+    s = res.n_subsets
     tree = tree_cdf(masses, eps, rng)
     bound = tree_error_bound(g.size, tree.noise_scale, b_fail)
     report = PrivacyReport(
@@ -373,6 +366,6 @@ def private_bootstrap_cdf_grid(
         root,
         stat.name,
         s,
-        tt,
+        res.n_resamples,
         report,
     )

@@ -31,9 +31,11 @@ from dpuq.inference._data import (
     parse_statistic,
     resolve_n_subsets,
 )
-from dpuq.inference._resampling import Resamples, draw_resamples
+from dpuq.inference._resampling import Resamples
+from dpuq.inference._tiles import ArrayData, tile_plan
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.report import PrivacyReport
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -182,10 +184,15 @@ def _cdfs_at(roots: np.ndarray, t: np.ndarray) -> np.ndarray:
     return out
 
 
-def _prepare(x, bounds, epsilon, statistic, trim, clip):
+def _prepare(x, bounds, epsilon, statistic, trim, clip, method="ensemble"):
     eps = check_epsilon(epsilon)
     stat = parse_statistic(statistic, trim)
-    data, _ = check_data(x, bounds, clip=clip)
+    if is_dask_collection(x):  # validated chunk-wise; per-subset work on the workers
+        from dpuq.scale.intervals import dask_interval_data
+
+        data = dask_interval_data(x, bounds, clip=clip, statistic=stat.name, method=method)
+    else:
+        data, _ = check_data(x, bounds, clip=clip)
     return data, check_bounds(bounds), eps, stat
 
 
@@ -201,11 +208,6 @@ def ensemble_plan(n: int, stat, n_subsets, eps: float, n_resamples) -> tuple[int
     tt = _resolve_resamples(n_resamples, DEFAULT_RESAMPLES)
     check_subset_work(s, tt)
     return s, tt
-
-
-def _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng):
-    s, tt = ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)
-    return draw_resamples(data, s, tt, rng)
 
 
 def check_subset_work(n_subsets: int, n_resamples: int) -> None:
@@ -227,7 +229,7 @@ def _ensemble_details(res: Resamples, **extra) -> dict:
         "unused_points": n - s * b,
         "n_resamples": res.n_resamples,
         "resample_size": n,
-        "weight_groups": res.weights.shape[0],
+        "weight_groups": getattr(res, "n_groups", None) or res.weights.shape[0],
         **extra,
     }
 
@@ -255,5 +257,42 @@ def subset_bootstrap_cdfs(
     data, _, eps, stat = _prepare(x, bounds, epsilon, statistic, trim, False)
     tv = _check_thresholds(t).reshape(-1)
     rng = check_random_state(random_state)
-    res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
-    return _cdfs_at(subset_roots(res, stat, _check_root(root)), tv)
+    kernel = RootKernel(stat, _check_root(root), thresholds=tv)
+    (per_subset,), _ = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
+    return per_subset
+
+
+# --- the per-subset step in tiles (dpuq.inference._tiles): in memory or on Dask ---------------
+
+
+@dataclass(frozen=True)
+class RootKernel:
+    """Per-subset bootstrap CDFs of the ``root`` (``"basic"`` or ``"studentized"``,
+    :func:`~dpuq.inference.ensemble.subset_roots`) at ``thresholds`` (shape ``(rows, k)``),
+    or their masses on the cells of ``grid`` (shape ``(rows, G + 1)``)."""
+
+    stat: Statistic
+    root: str
+    thresholds: np.ndarray | None = None
+    grid: np.ndarray | None = None
+
+    def __call__(self, rows, weights, gen, tile_rows: int, m: int):
+        r, tt = rows.shape[0], weights.shape[0]
+        roots = subset_roots(Resamples(rows[None], weights[None], r, m), self.stat, self.root)
+        if self.thresholds is not None:
+            return (_cdfs_at(roots, self.thresholds),)
+        g1 = self.grid.size + 1
+        cell = np.searchsorted(self.grid, roots, side="left")
+        counts = np.bincount((np.arange(r)[:, None] * g1 + cell).ravel(), minlength=r * g1)
+        return (counts.reshape(r, g1) / tt,)
+
+
+def ensemble_step(data, stat: Statistic, n_subsets, epsilon: float, n_resamples, rng, kernel):
+    """The per-subset step of the ensemble estimators (:mod:`dpuq.inference.bootstrap`,
+    :mod:`dpuq.inference.studentized`) on validated data (a NumPy array or the Dask path's
+    data object): ``(outputs, plan)``, resamples of size ``n``."""
+    data = ArrayData(data) if isinstance(data, np.ndarray) else data
+    n = data.size
+    s, tt = ensemble_plan(n, stat, n_subsets, epsilon, n_resamples)
+    partition, plan = tile_plan(n, s, tt, n, rng)
+    return data.run_tiles(partition, plan, kernel), plan

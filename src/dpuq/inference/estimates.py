@@ -44,6 +44,7 @@ from dpuq.inference._data import (
     check_data,
     parse_statistic,
 )
+from dpuq.inference._tiles import ArrayData, exact_statistic
 from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
@@ -52,6 +53,7 @@ from dpuq.mechanisms.exponential import (
 from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "DEFAULT_MEDIAN_CANDIDATES",
@@ -167,6 +169,16 @@ def _report(stat_name: str, epsilon: float, sensitivity: str, **details) -> Priv
 # --- internal releases on validated data (used by the interval code) -------------------------
 
 
+def _checked(x, bounds, clip: bool = False):
+    """Validated data: a NumPy array, or for a Dask collection the chunk-wise data object of
+    :mod:`dpuq.scale.intervals` (sums, counts and order statistics on the workers)."""
+    if is_dask_collection(x):
+        from dpuq.scale.intervals import dask_interval_data
+
+        return dask_interval_data(x, bounds, clip=clip, statistic="mean", method="ensemble")
+    return check_data(x, bounds, clip=clip)[0]
+
+
 def release_point_estimate(
     x: np.ndarray,
     stat: Statistic,
@@ -176,18 +188,25 @@ def release_point_estimate(
     n_candidates: int = DEFAULT_MEDIAN_CANDIDATES,
     *,
     n: int | None = None,
-    exact: float | None = None,
+    exact=None,
 ) -> PrivateEstimate:
     """Release ``θ̃`` for a validated sample; ε-DP (see the module docstring).
 
-    ``n`` and ``exact`` (the mean only) let a chunked caller pass the sample's size and mean
-    instead of ``x`` (then None).
+    ``n`` and ``exact`` let a chunked caller pass the sample's size and exact statistic
+    instead of ``x`` (then None): the mean or trimmed mean, or for the median the candidates'
+    counts ``(#{x < c_j}, #{x <= c_j})`` (:mod:`dpuq.inference._tiles`).
     """
+    if x is not None and not isinstance(x, np.ndarray):  # chunked (Dask) data: its statistic
+        cand = median_candidates(bounds, n_candidates) if stat.name == "median" else None
+        n, exact, x = x.size, exact_statistic(x, stat, cand), None
     n = x.size if n is None else n
     a, b = bounds
     if stat.name == "median":
         cand = median_candidates(bounds, n_candidates)
-        u = _median_utilities(np.sort(x), cand)
+        if exact is None:
+            u = _median_utilities(np.sort(x), cand)
+        else:  # -max(#{x < c}, #{x > c}) from the counts
+            u = -np.maximum(exact[0], n - np.asarray(exact[1])).astype(float)
         j = exponential_mechanism(
             u, epsilon=epsilon, sensitivity=1.0, random_state=rng, ledger=CALLER_CHARGED
         )
@@ -208,8 +227,8 @@ def release_point_estimate(
     scale = laplace_scale(sens, epsilon)
     if stat.name == "mean":  # on the block grid, like the Dask path (dpuq.scale.intervals)
         exact = blocked_mean_variance(x)[0] if exact is None else exact
-    else:
-        exact = stat.of_sorted(np.sort(x))
+    elif exact is None:  # order statistics, then block sums: as on Dask (dpuq.inference._tiles)
+        exact = exact_statistic(ArrayData(x), stat, None)
     value = laplace_release(float(exact), scale=scale, random_state=rng)
     rep = _report(stat.name, epsilon, text, n=n, noise_scale=scale)
     return PrivateEstimate(value, stat.name, scale, rep)
@@ -229,6 +248,8 @@ def release_variance(
     ``n`` and ``exact`` let a chunked caller pass the size and plug-in variance instead of
     ``x``.
     """
+    if x is not None and not isinstance(x, np.ndarray):  # chunked (Dask) data
+        n, exact, x = x.size, x.mean_variance()[1], None
     n = x.size if n is None else n
     sens = (bounds[1] - bounds[0]) ** 2 / n
     scale = laplace_scale(sens, epsilon)
@@ -292,7 +313,7 @@ def private_mean(
     1.333333
     """
     eps = check_epsilon(epsilon)
-    data, _ = check_data(x, bounds, clip=clip)
+    data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     _charge("private_mean", ledger, dataset, eps, random_state, data.size, bounds, clip)
     release = release_point_estimate(data, Statistic("mean"), check_bounds(bounds), eps, rng)
@@ -325,7 +346,7 @@ def private_trimmed_mean(
     """
     eps = check_epsilon(epsilon)
     stat = parse_statistic("trimmed_mean", trim)
-    data, _ = check_data(x, bounds, clip=clip)
+    data = _checked(x, bounds, clip)
     if data.size - 2 * stat.n_trim(data.size) < 1:
         raise ValueError("trim leaves no data")
     rng = check_random_state(random_state)
@@ -359,7 +380,7 @@ def private_median(
     True
     """
     eps = check_epsilon(epsilon)
-    data, _ = check_data(x, bounds, clip=clip)
+    data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     median_candidates(bounds, n_candidates)  # checked before the charge
     _charge("private_median", ledger, dataset, eps, random_state, data.size, bounds, clip)
@@ -383,9 +404,13 @@ def private_median_log_distribution(
     np.float64(0.5)
     """
     eps = check_epsilon(epsilon)
-    data, _ = check_data(x, bounds)
+    data = _checked(x, bounds)
     cand = median_candidates(bounds, n_candidates)
-    u = _median_utilities(np.sort(data), cand)
+    if isinstance(data, np.ndarray):
+        u = _median_utilities(np.sort(data), cand)
+    else:  # counts summed over the chunks
+        below, at_most = data.median_counts(cand)
+        u = -np.maximum(below, data.size - np.asarray(at_most)).astype(float)
     return cand, exponential_mechanism_log_probabilities(u, epsilon=eps, sensitivity=1.0)
 
 
@@ -411,7 +436,7 @@ def private_variance(
     0.01
     """
     eps = check_epsilon(epsilon)
-    data, _ = check_data(x, bounds, clip=clip)
+    data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     _charge("private_variance", ledger, dataset, eps, random_state, data.size, bounds, clip)
     return mark_seeded(release_variance(data, check_bounds(bounds), eps, rng), random_state)

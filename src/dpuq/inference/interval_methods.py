@@ -21,14 +21,20 @@ from dpuq.inference._data import (
     UninformativeIntervalWarning,
     resolve_n_subsets,
 )
-from dpuq.inference._resampling import draw_resamples, simulate_em_median
+from dpuq.inference._tiles import (
+    ArrayData,
+    CdfKernel,
+    EnsembleKernel,
+    exact_statistic,
+    tile_plan,
+)
 from dpuq.inference.aggregation import (
     private_clamped_mean,
     tree_cdf,
     tree_error_bound,
 )
 from dpuq.inference.bootstrap import default_grid
-from dpuq.inference.ensemble import check_subset_work, subset_roots
+from dpuq.inference.ensemble import check_subset_work
 from dpuq.inference.estimates import (
     median_candidates,
     release_point_estimate,
@@ -36,7 +42,7 @@ from dpuq.inference.estimates import (
 )
 from dpuq.inference.naive import _naive_release, naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_quantile
-from dpuq.mechanisms.laplace import laplace_cdf, laplace_noise
+from dpuq.mechanisms.laplace import laplace_cdf
 from dpuq.report import PrivacyReport, Relation
 
 #: How the ensemble method splits ``epsilon_cdf``: variance, half-width, asymmetry.
@@ -106,15 +112,15 @@ def _ensemble_interval(
 ):
     n = data.size
     r_range = bnds[1] - bnds[0]
-    chunked = not isinstance(data, np.ndarray)  # a Dask array: statistics from dpuq.scale
-    mean, variance = data.mean_variance() if chunked else (None, None)
-    est = release_point_estimate(
-        None if chunked else data, stat, bnds, e_est, rng, n_cand, n=n, exact=mean
-    )
+    data = ArrayData(data) if isinstance(data, np.ndarray) else data  # or dpuq.scale's Dask data
+    cand = median_candidates(bnds, n_cand) if stat.name == "median" else None
+    mean, variance = data.mean_variance()
+    exact = mean if stat.name == "mean" else exact_statistic(data, stat, cand)
+    est = release_point_estimate(None, stat, bnds, e_est, rng, n_cand, n=n, exact=exact)
     symmetric = symmetric or stat.name == "median"  # the median's interval is symmetric
     shares = SYMMETRIC_SHARES if symmetric else ENSEMBLE_SHARES
     e_var, e_h, e_r = (share * e_cdf for share in shares)
-    var = release_variance(None if chunked else data, bnds, e_var, rng, n=n, exact=variance)
+    var = release_variance(None, bnds, e_var, rng, n=n, exact=variance)
     v_floor = (r_range / n) ** 2
     sigma = math.sqrt(
         max(_safe_variance(var.value * n / (n - 1), var.noise_scale, r_range), v_floor)
@@ -129,36 +135,24 @@ def _ensemble_interval(
     # ordinary bootstrap of each subset (resamples of size b, root scaled by √b), because an
     # n-resample of b points makes the median's bootstrap law a lattice as coarse as its spread.
     m = b if stat.name == "median" and MEDIAN_SUBSET_BOOTSTRAP else n
-    if chunked:  # the same partition, weights and moments, computed on the workers
-        theta_k, m_star, v_star, n_groups = data.subset_moments(s, tt, rng)
-        theta_k = theta_k[:, None]
-    else:
-        res = draw_resamples(data, s, tt, rng, resample_size=m)
-        theta_k = stat.of_sorted(res.subsets())[:, None]
-        m_star, v_star = res.mean_and_variance()
-        n_groups = res.weights.shape[0]
-    if stat.name == "median":
-        # the mechanism's rank noise is O(1/ε); at size b it must be O(1/ε) * sqrt(b/n) ranks
-        # to have the same size relative to the root's spread: run it with ε sqrt(n/b)
-        cand = median_candidates(bnds, n_cand)
-        theta_star = simulate_em_median(res, cand, e_est * math.sqrt(n / m), rng)
-    else:
-        raw = m_star if stat.name == "mean" else res.statistic(stat)
-        theta_star = raw + laplace_noise(est.noise_scale, size=(s, tt), random_state=rng)
-    v_star = (v_star + laplace_noise(var.noise_scale, v_star.shape, random_state=rng)) * m / (m - 1)
-    v_star = np.maximum(_safe_variance(v_star, var.noise_scale, r_range), v_floor)
-    roots = math.sqrt(m) * (theta_star - theta_k) / np.sqrt(v_star)
-    z = float(ndtri(1.0 - alpha / 2.0))
-    h_min = 1e-6 * z
-    if symmetric:  # the symmetric bootstrap-t: the 1 - α quantile of |root|
-        h_k = np.quantile(np.abs(roots), 1.0 - alpha, axis=1, method="normal_unbiased")
-        h_k, r_k = np.maximum(h_k, h_min), None
-    else:
-        lo_k, hi_k = np.quantile(
-            roots, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1, method="normal_unbiased"
-        )
-        h_k = np.maximum((hi_k - lo_k) / 2.0, h_min)
-        r_k = (hi_k + lo_k) / (2.0 * h_k)
+    partition, plan = tile_plan(n, s, tt, m, rng)
+    # the median's mechanism rank noise is O(1/ε); at size b it must be O(1/ε) sqrt(b/n) ranks
+    # to have the same size relative to the root's spread: it is simulated with ε sqrt(n/b)
+    kernel = EnsembleKernel(
+        stat,
+        est.noise_scale,
+        var.noise_scale,
+        VAR_MARGIN * var.noise_scale,
+        r_range * r_range / 4.0,
+        v_floor,
+        alpha,
+        symmetric,
+        cand,
+        e_est * math.sqrt(n / m),
+    )
+    # per subset (in tiles, with derived generators): in memory here, on the workers on Dask
+    h_k, r_k = data.run_tiles(partition, plan, kernel)
+    n_groups = plan.n_groups
 
     h_ref = _reference_half_width(stat, alpha, n, sigma, est.noise_scale)
     w_h = LOG_H_HALF_WIDTH["mean" if stat.name == "mean" else "other"]
@@ -266,7 +260,10 @@ def _ensemble_cdf_interval(
     data, bnds, stat, alpha, e_est, e_cdf, n_subsets, tt, rng, n_cand, beta, n_grid
 ):
     n = data.size
-    est = release_point_estimate(data, stat, bnds, e_est, rng, n_cand)
+    data = ArrayData(data) if isinstance(data, np.ndarray) else data  # or dpuq.scale's Dask data
+    cand = median_candidates(bnds, n_cand) if stat.name == "median" else None
+    exact = exact_statistic(data, stat, cand)
+    est = release_point_estimate(None, stat, bnds, e_est, rng, n_cand, n=n, exact=exact)
     s = resolve_n_subsets(n_subsets, n, e_cdf)
     b = n // s
     if stat.name == "trimmed_mean" and b - 2 * stat.n_trim(b) < 1:
@@ -298,22 +295,12 @@ def _ensemble_cdf_interval(
             notes=(reason,),
         )
         return bnds[0], bnds[1], est.value, False, report, {**details, "reason": reason}
-    res = draw_resamples(data, s, tt, rng)
-    if stat.name == "median":  # fold the exponential mechanism in by simulation
-        theta_k = stat.of_sorted(res.subsets())[:, None]
-        sim = simulate_em_median(res, median_candidates(bnds, n_cand), e_est, rng)
-        roots, fold = math.sqrt(n) * (theta_k - sim), 0.0
-    else:  # fold the Laplace noise exactly after the release
-        roots, fold = subset_roots(res, stat, "basic"), math.sqrt(n) * est.noise_scale
+    partition, plan = tile_plan(n, s, tt, n, rng)
     grid = default_grid(bnds, "basic", n_grid)
-    cell = np.searchsorted(grid, roots, side="left")
-    masses = (
-        np.bincount(
-            (np.arange(s)[:, None] * (grid.size + 1) + cell).ravel(),
-            minlength=s * (grid.size + 1),
-        ).reshape(s, grid.size + 1)
-        / tt
-    )
+    # median: the exponential mechanism is folded in by simulation (in the kernel); otherwise
+    # the Laplace noise of θ̃ is folded exactly after the release
+    fold = 0.0 if stat.name == "median" else math.sqrt(n) * est.noise_scale
+    (masses,) = data.run_tiles(partition, plan, CdfKernel(stat, grid, cand, e_est))
     tree = tree_cdf(masses, e_cdf, rng)
     t_eval = np.linspace(grid[0], grid[-1], 8 * grid.size)
     j_low, j_up = _fold_bounds(grid, tree.cdf, u, fold, t_eval)

@@ -119,11 +119,12 @@ def private_confidence_interval(
     Parameters
     ----------
     x : array-like of shape (n,) or (n, d), DataFrame, or a 1-d Dask array / Series
-        One row per person. (n, d) arrays and DataFrames are for a callable ``statistic``.
-        Data inside ``bounds``. Dask input (statistic ``"mean"``, method ``"ensemble"``) is
-        validated and summarised on the workers; the client receives the mean, the variance
-        and the per-subset bootstrap moments, and the release equals the in-memory one for
-        the same ``random_state``.
+        One row per person. (n, d) arrays and DataFrames are for a callable ``statistic``
+        (in memory only). Data inside ``bounds``. Dask input (string statistics; methods
+        ``"ensemble"`` and ``"ensemble_cdf"``) is validated and summarised on the workers,
+        where the per-subset bootstrap also runs; the client receives sums, counts and one
+        result per subset, and the release equals the in-memory one for the same
+        ``random_state`` (:mod:`dpuq.scale.intervals`).
     alpha : float
         Miscoverage, in (0, 1).
     epsilon : float

@@ -22,13 +22,12 @@ from dpuq.inference.aggregation import (
 )
 from dpuq.inference.ensemble import (
     PrivateCDF,
-    _cdfs_at,
+    RootKernel,
     _check_thresholds,
     _ensemble_details,
-    _ensemble_resamples,
     _prepare,
     ensemble_plan,
-    subset_roots,
+    ensemble_step,
 )
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState, check_random_state
@@ -122,8 +121,8 @@ def private_studentized_cdf(
         ledger, dataset, eps, what=what, seeded=random_state is not None,
         settings={"n": int(data.size), "statistic": stat.name, "thresholds": int(tv.size)},
     )  # fmt: skip
-    res = _ensemble_resamples(data, stat, n_subsets, eps, n_resamples, rng)
-    per_subset = _cdfs_at(subset_roots(res, stat, "studentized"), tv)
+    kernel = RootKernel(stat, "studentized", thresholds=tv)
+    (per_subset,), res = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
     n, b, tt = data.size, res.subset_size, res.n_resamples
     if isinstance(half_width, str):
         if half_width != "auto":

@@ -78,15 +78,21 @@ def check_rank_schedule(schedule, pad) -> tuple[np.ndarray, int]:
         raise ValueError(f"schedule must be a non-empty 1-d array, got shape {s.shape}")
     if s.dtype.kind not in "iu":
         raise ValueError(f"schedule must hold integers, got dtype {s.dtype}")
-    s = s.astype(np.int64)
+    s = s.astype(np.int64, copy=False)
     if s[0] < 0:
         raise ValueError(f"schedule[0] must be >= 0, got {s[0]}")
-    steps = np.diff(s)
-    if np.any((steps < 0) | (steps > 1)):
-        raise ValueError("schedule must be nondecreasing with steps of at most 1")
-    if np.any(s > np.arange(s.size) + p):
-        raise ValueError("schedule[n] must be <= n + pad for every n")
+    for lo in range(0, s.size, _CHECK_CHUNK):  # in chunks: schedules can have 10^8 entries
+        part = s[lo : lo + _CHECK_CHUNK + 1]
+        steps = np.diff(part)
+        if np.any((steps < 0) | (steps > 1)):
+            raise ValueError("schedule must be nondecreasing with steps of at most 1")
+        if np.any(part > np.arange(lo, lo + part.size) + p):
+            raise ValueError("schedule[n] must be <= n + pad for every n")
     return s, p
+
+
+#: Entries of a rank schedule checked at a time (bounded temporaries).
+_CHECK_CHUNK = 1 << 20
 
 
 def rank_at(schedule: np.ndarray, sizes) -> np.ndarray:
@@ -127,11 +133,18 @@ def _class_log_weights(counts: np.ndarray, schedule: np.ndarray, pad: int, epsil
     return (epsilon / 2.0) * utility / 2.0
 
 
-def _validated(scores, labels, n_classes, epsilon, n_bins, schedule, pad):
+def _validated(scores, labels, n_classes, epsilon, n_bins, schedule, pad, counts=None):
     eps = check_epsilon(epsilon)
     sched, p = check_rank_schedule(schedule, pad)
-    edges, counts = _class_counts(scores, labels, n_classes, n_bins)
-    return eps, sched, p, edges, counts
+    if counts is None:
+        edges, counts = _class_counts(scores, labels, n_classes, n_bins)
+        return eps, sched, p, edges, counts
+    # counts summed chunk by chunk elsewhere (dpuq.scale): the same (K, m) integers
+    k = check_positive_int(n_classes, "n_classes", minimum=2)
+    c = np.asarray(counts)
+    if c.shape != (k, n_bins) or c.dtype.kind not in "iu" or (c < 0).any():
+        raise ValueError(f"counts must be non-negative integers of shape ({k}, {n_bins})")
+    return eps, sched, p, bin_edges(n_bins), c.astype(np.int64)
 
 
 def class_threshold_log_distribution(
@@ -187,12 +200,16 @@ def class_thresholds(
     schedule,
     pad: int,
     random_state: RandomState = None,
+    counts=None,
 ) -> np.ndarray:
     """Release one threshold per class: ε-DP under replace-one, ε/2 under add/remove.
 
     See the module docstring for the mechanism and its proof; parameters as in
-    :func:`class_threshold_log_distribution`. One exact draw per class from its row of the
-    law (classes are few, so the loop is over classes, never over data points).
+    :func:`class_threshold_log_distribution`. ``counts`` (shape (K, m)): the real scores'
+    counts per class and bin, computed chunk-wise by the caller (then ``scores`` and
+    ``labels`` are None); the mechanism sees only these counts either way. One exact draw per
+    class from its row of the law (classes are few, so the loop is over classes, never over
+    data points).
 
     Returns
     -------
@@ -206,7 +223,7 @@ def class_thresholds(
     (3,)
     """
     eps, sched, p, edges, counts = _validated(
-        scores, labels, n_classes, epsilon, n_bins, schedule, pad
+        scores, labels, n_classes, epsilon, n_bins, schedule, pad, counts
     )
     rng = check_random_state(random_state)
     lw = _class_log_weights(counts, sched, p, eps)

@@ -13,9 +13,13 @@ import numpy as np
 
 __all__ = [
     "RandomState",
+    "bootstrap_weights",
     "check_estimator_random_state",
     "check_random_state",
+    "derive_seed",
+    "derived_generator",
     "mark_seeded",
+    "row_uniforms",
     "simulated_sorted_uniforms",
 ]
 
@@ -118,3 +122,80 @@ def simulated_sorted_uniforms(n_vectors: int, n: int, seed: int) -> np.ndarray:
     gaps = np.random.default_rng(seed).standard_exponential((n_vectors, n + 1))
     cums = np.cumsum(gaps, axis=1)
     return cums[:, :n] / cums[:, n:]
+
+
+# ------------------------------------------------------------------ derived generators
+def derive_seed(rng: np.random.Generator) -> int:
+    """One 63-bit seed drawn from ``rng``: the root of a family of derived generators.
+
+    Work that is split into pieces (subsets of a bootstrap, chunks of a Dask array) draws its
+    randomness from :func:`derived_generator` ``(seed, key...)``, one generator per piece, so
+    that the draws do not depend on where or in which order the pieces run: the same seed
+    gives the same numbers in memory and on a Dask cluster. Distinct keys give independent
+    streams (NumPy's ``SeedSequence`` spawning), so the law is that of one generator.
+
+    Examples
+    --------
+    >>> a = derive_seed(np.random.default_rng(0))
+    >>> a == derive_seed(np.random.default_rng(0))
+    True
+    """
+    return int(rng.integers(2**63))
+
+
+def derived_generator(seed: int, *key: int) -> np.random.Generator:
+    """The generator of piece ``key`` under ``seed`` (see :func:`derive_seed`).
+
+    Examples
+    --------
+    >>> g1, g2 = derived_generator(5, 0), derived_generator(5, 1)
+    >>> float(g1.random()) != float(g2.random())
+    True
+    """
+    return np.random.default_rng([int(seed), *(int(k) for k in key)])
+
+
+def bootstrap_weights(seed: int, group: int, n: int, b: int, t: int) -> np.ndarray:
+    """``t`` bag-of-little-bootstraps weight rows ``Multinomial(n, (1/b, ..., 1/b))`` of one
+    weight group, shape ``(t, b)``, from :func:`derived_generator` ``(seed, group)``.
+
+    Resampling weights, not privacy noise: they are drawn before and independently of the data
+    values (the privacy arguments condition on them). Derived per group so that a Dask worker
+    draws the group it needs where the subsets are, equal to the in-memory draw.
+
+    Examples
+    --------
+    >>> w = bootstrap_weights(1, 0, n=10, b=4, t=3)
+    >>> w.shape, w.sum(axis=1).tolist()
+    ((3, 4), [10.0, 10.0, 10.0])
+    """
+    gen = derived_generator(seed, group)
+    return gen.multinomial(int(n), np.full(int(b), 1.0 / int(b)), size=int(t)).astype(float)
+
+
+#: Rows per block of :func:`row_uniforms` (a public grid, independent of any chunking).
+UNIFORM_BLOCK = 1 << 20
+
+
+def row_uniforms(seed: int, start: int, stop: int) -> np.ndarray:
+    """Uniform[0, 1) draws for the rows ``start..stop-1`` of a data set, one per row.
+
+    Row ``i``'s draw is element ``i mod B`` of block ``i // B``'s stream
+    (:func:`derived_generator` ``(seed, i // B)``, ``B =`` :data:`UNIFORM_BLOCK`), so it does not
+    depend on how the rows are chunked: a Dask worker scoring rows ``start..stop-1`` draws
+    exactly what the in-memory scoring draws for them (randomised APS/RAPS scores).
+
+    Examples
+    --------
+    >>> u = row_uniforms(3, 0, 10)
+    >>> bool((row_uniforms(3, 4, 7) == u[4:7]).all())
+    True
+    """
+    start, stop = int(start), int(stop)
+    out = np.empty(max(0, stop - start))
+    for j in range(start // UNIFORM_BLOCK, (stop - 1) // UNIFORM_BLOCK + 1 if stop > start else 0):
+        lo = j * UNIFORM_BLOCK
+        draws = derived_generator(seed, j).random(min(UNIFORM_BLOCK, stop - lo))
+        a, b = max(start, lo), min(stop, lo + UNIFORM_BLOCK)
+        out[a - start : b - start] = draws[a - lo : b - lo]
+    return out

@@ -30,6 +30,7 @@ from dpuq.scale.counts import (
 )
 
 __all__ = [
+    "DaskClassCounts",
     "DaskScores",
     "classifier_scores",
     "dask_error_counts",
@@ -63,7 +64,9 @@ def _is_dataframe_like(x) -> bool:
 def to_dask_array(x, name: str, *, ndim: int | None = None):
     """A Dask array with known chunk sizes from a Dask array, Series or DataFrame."""
     if _is_dataframe_like(x):
-        x = x.to_dask_array(lengths=True)
+        # lengths below (compute_chunk_sizes): to_dask_array(lengths=True) can disagree with
+        # the partitions that the optimiser keeps (e.g. small Parquet files combined)
+        x = x.to_dask_array()
     if not isinstance(x, da.Array):
         raise TypeError(f"{name} must be a Dask array, Series or DataFrame, got {type(x).__name__}")
     if any(np.isnan(c) for dim in x.chunks for c in dim):
@@ -133,23 +136,31 @@ def _aligned(X, y, name_x: str, name_y: str):
     return Xa, ya
 
 
-def classifier_scores(est, X, y):
+def classifier_scores(est, X, y, *, rng=None, labels: bool = False):
     """Scores of a :class:`~dpuq.conformal.PrivateConformalClassifier` on Dask ``X``, ``y``
-    (lazy, one task per row block); see :func:`dpuq.scale.partitions.score_partitions`."""
-    randomized = (est.score_params or {}).get("randomized", est.conformity_score in ("aps", "raps"))
-    if randomized:  # APS/RAPS are randomized by default for private use
-        raise ValueError(
-            "randomized scores draw noise per point; they are not supported on Dask input "
-            "(APS/RAPS are randomized by default: pass score_params={'randomized': False} "
-            "to use the deterministic score, or use conformity_score='lac')"
-        )
+    (lazy, one task per row block); see :func:`dpuq.scale.partitions.score_partitions`.
+
+    Randomised APS/RAPS draw their per-point ``U`` on the workers: a seed is drawn from ``rng``
+    on the client (:func:`dpuq.mechanisms.randomness.derive_seed`, where the in-memory scoring
+    draws it), and each row block draws its rows' uniforms from it
+    (:func:`~dpuq.mechanisms.randomness.row_uniforms`), equal to the in-memory draws.
+    ``labels=True`` also returns the lazy class indices (class-conditional calibration).
+    """
+    from dpuq.mechanisms.randomness import derive_seed
+
+    params = dict(est.score_params or {})
+    randomized = params.get("randomized", est.conformity_score in ("aps", "raps"))
     if not hasattr(est, "classes_"):
         est._set_classes()
     if not hasattr(est, "classes_"):
         raise ValueError(
             "the classes are unknown: call fit(X, y) first or use an estimator with classes_"
         )
-    return map_scores(_classification_block(est), X, y)
+    seed = derive_seed(est._rng() if rng is None else rng) if randomized else None
+    scores = map_scores(_classification_block(est, seed), X, y, with_offset=True)
+    if not labels:
+        return scores
+    return scores, map_scores(_label_block(est), X, y, dtype=np.int64)
 
 
 def regressor_scores(est, X, y):
@@ -158,28 +169,43 @@ def regressor_scores(est, X, y):
     return map_scores(_regression_block(est, bound), X, y)
 
 
-def map_scores(block_fn, X, y):
+def map_scores(block_fn, X, y, *, with_offset: bool = False, dtype=float):
     """``block_fn(x_block, y_block)`` over the aligned row blocks of ``X`` and ``y``: a lazy
-    1-d Dask array of scores (never gathered on the client)."""
+    1-d Dask array of scores (never gathered on the client). ``with_offset=True`` passes the
+    block's first row index too: ``block_fn(x_block, y_block, start)``."""
     Xa, ya = _aligned(X, y, "X", "y")
+    if with_offset:
+
+        def run(xb, yb, block_info=None):
+            start = block_info[0]["array-location"][0][0] if block_info else 0
+            return block_fn(xb, yb[:, 0], start)
+
+    else:
+
+        def run(xb, yb):
+            return block_fn(xb, yb[:, 0])
+
     # y as an (n, 1) column so that its blocks pair with X's row blocks
-    return da.map_blocks(
-        lambda xb, yb: block_fn(xb, yb[:, 0]),
-        Xa,
-        ya[:, None],
-        drop_axis=1,
-        dtype=float,
-        meta=np.empty(0),
-    )
+    return da.map_blocks(run, Xa, ya[:, None], drop_axis=1, dtype=dtype, meta=np.empty(0, dtype))
 
 
-def _classification_block(est):
-    def scores(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+def _classification_block(est, seed: int | None):
+    from dpuq.mechanisms.randomness import row_uniforms
+
+    def scores(xb: np.ndarray, yb: np.ndarray, start: int) -> np.ndarray:
         if xb.shape[0] == 0:
             return np.empty(0)
-        return est._score_matrix(est._proba(xb), est._label_index(yb))
+        u = None if seed is None else row_uniforms(seed, start, start + xb.shape[0])
+        return est._score_matrix(est._proba(xb), est._label_index(yb), uniforms=u)
 
     return scores
+
+
+def _label_block(est):
+    def labels(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+        return est._label_index(yb).astype(np.int64)
+
+    return labels
 
 
 def _regression_block(est, bound: float):
@@ -194,6 +220,86 @@ def _regression_block(est, bound: float):
         return cqr_scores(est._quantiles(xb), yv, bound=bound)
 
     return scores
+
+
+# ------------------------------------------------------------------ class-conditional counts
+def _class_chunk(scores: np.ndarray, labels: np.ndarray, k: int, n_bins: int, check_int: bool):
+    """Validation flags and the (K, m) counts of one chunk: one bincount over (class, bin)."""
+    from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges
+
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(labels)
+    nonfinite = bool(s.size) and not bool(np.isfinite(s).all())
+    outside = not nonfinite and bool(np.count_nonzero((s < 0.0) | (s > 1.0)))
+    whole = bool(np.all(np.isfinite(y)) and np.all(y == np.round(y)))
+    not_int = check_int and not (whole and (not y.size or np.abs(y).max() <= 2**53))
+    yi = y.astype(np.int64) if not not_int else np.zeros(y.shape, np.int64)
+    out_of_range = bool(np.count_nonzero((yi < 0) | (yi >= k)))
+    flags = np.array([nonfinite, outside, not_int, out_of_range])
+    if flags.any():
+        return flags, np.zeros((k, n_bins), np.int64)
+    flat = yi * n_bins + _bin_index_fast(s, bin_edges(n_bins))
+    return flags, np.bincount(flat, minlength=k * n_bins).reshape(k, n_bins)
+
+
+def _merge_class(parts: list):
+    flags, counts = parts[0][0].copy(), parts[0][1].copy()
+    for f, c in parts[1:]:  # one running sum: no stack of K x m tables
+        flags |= f
+        counts += c
+    return flags, counts
+
+
+class DaskClassCounts:
+    """Scores and labels (class or group indices) in two aligned 1-d Dask collections.
+
+    :func:`dpuq.calibrate_by_class` asks for :meth:`counts`: the (K, m) counts of scores per
+    class and bin, validated and summed chunk by chunk on the workers (integers add exactly, so
+    they equal the in-memory counts); the errors are those of the in-memory checks.
+    """
+
+    def __init__(self, scores, labels, name: str = "scores", labels_name: str = "labels"):
+        arr = to_dask_array(scores, name, ndim=1)
+        check_numeric_dtype(arr.dtype, name)
+        if arr.shape[0] == 0:
+            raise ValueError(f"{name} is empty")
+        if not dask.is_dask_collection(labels):
+            raise TypeError(f"{labels_name} must be a Dask collection when {name} is one")
+        lab = to_dask_array(labels, labels_name, ndim=1)
+        if lab.shape[0] != arr.shape[0]:
+            raise ValueError(
+                f"{labels_name} has {lab.shape[0]} entries but there are {arr.shape[0]} samples"
+            )
+        if lab.dtype.kind not in "iuf":
+            raise TypeError(f"{labels_name} must be integer class indices, got dtype {lab.dtype}")
+        self.scores, self.labels = arr, lab.rechunk((arr.chunks[0],))
+        self.name, self.labels_name = name, labels_name
+        self.size = int(arr.shape[0])
+
+    def counts(self, n_classes: int, n_bins: int) -> np.ndarray:
+        check_int = self.labels.dtype.kind == "f"
+        parts = [
+            dask.delayed(_class_chunk, pure=True)(sb, yb, n_classes, n_bins, check_int)
+            for sb, yb in zip(
+                self.scores.to_delayed().ravel(), self.labels.to_delayed().ravel(), strict=True
+            )
+        ]
+        ((flags, counts),) = dask.compute(tree_reduce(parts, _merge_class))
+        if flags[0]:
+            raise ValueError(f"{self.name} has non-finite value(s) (NaN or inf)")
+        if flags[1]:
+            raise ValueError(
+                f"{self.name} must lie in [0, 1]; some values are outside (no count or extremes "
+                "are shown: they depend on the data)"
+            )
+        if flags[2]:
+            raise ValueError(f"{self.labels_name} must be integer class indices")
+        if flags[3]:
+            raise ValueError(
+                f"{self.labels_name}: value(s) outside the classes 0..{n_classes - 1} (no count "
+                "or extremes are shown: they depend on the data)"
+            )
+        return np.asarray(counts, dtype=np.int64)
 
 
 # ------------------------------------------------------------------ private ERM

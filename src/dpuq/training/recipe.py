@@ -21,7 +21,7 @@ size give the same recipe). Its rules, and where each comes from:
   "Unlocking high-accuracy differentially private image classification through scale"):
   no momentum, a constant learning rate, and the average of late iterates' weights
   (Polyak-Ruppert; their EMA) released for DP-SGD. Averaging is post-processing.
-- **DP-SGLD** (Knolle et al. 2021, SPEC B) shares the batch, steps and clipping, and gets a
+- **DP-SGLD** (Knolle et al. 2021) shares the batch, steps and clipping, and gets a
   Welling-Teh polynomial decay ``η_t = η_0 (1 + t/T)^(−1/2)`` (the rate falls to ~71%), the
   temperature calibrated to the budget (``"auto"``: the coldest that runs every step) and the
   posterior predictive average of late samples; a standard-normal prior (weight decay
@@ -200,8 +200,8 @@ def auto_recipe(
         return Recipe(learning_rate=LEARNING_RATE, averaging="weights", sources=sources, **common)
     planned = max(1, round(epochs * n / batch_size))
     sources.update(
-        learning_rate=f"Welling-Teh decay {LEARNING_RATE:g}·(1 + t/T)^(-1/2) (SPEC B)",
-        temperature="auto: the coldest that runs every planned step (SPEC B)",
+        learning_rate=f"Welling-Teh decay {LEARNING_RATE:g}·(1 + t/T)^(-1/2) (Welling and Teh 2011)",
+        temperature="auto: the coldest that runs every planned step (Welling and Teh 2011)",
         averaging="posterior predictive average of late samples (Welling and Teh 2011)",
         prior_std="1 (standard-normal prior, weight decay 1/N)",
     )

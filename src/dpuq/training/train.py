@@ -162,7 +162,7 @@ def train_classifier(
     - large batches, many steps, no momentum, a constant rate and averaged late weights (De,
       Berrada, Hayes, Smith, Balle 2022);
     - DP-SGLD: a Welling-Teh decaying rate, the temperature calibrated to the budget, the
-      posterior predictive average and a standard-normal prior (Knolle et al. 2021, SPEC B).
+      posterior predictive average and a standard-normal prior (Knolle et al. 2021).
 
     The optimiser settings (``clipping``, ``momentum``, averaging, ``prior_std``,
     ``max_grad_norm``) follow the recipe when ``learning_rate`` is the recipe's; with your own

@@ -200,7 +200,7 @@ def auto_recipe(
         return Recipe(learning_rate=LEARNING_RATE, averaging="weights", sources=sources, **common)
     planned = max(1, round(epochs * n / batch_size))
     sources.update(
-        learning_rate=f"Welling-Teh decay {LEARNING_RATE:g}·(1 + t/T)^(-1/2) (Welling and Teh 2011)",
+        learning_rate=f"Welling-Teh decay {LEARNING_RATE:g}·(1 + t/T)^(-1/2) (Welling, Teh 2011)",
         temperature="auto: the coldest that runs every planned step (Welling and Teh 2011)",
         averaging="posterior predictive average of late samples (Welling and Teh 2011)",
         prior_std="1 (standard-normal prior, weight decay 1/N)",

@@ -8,6 +8,7 @@ import sys
 from dpuq.commands._args import (  # noqa: F401  (MAX_BINS: also re-exported)
     MAX_BINS,
     add_command,
+    add_release_output_arguments,
     bins_arg,
     charged_release,
     float_arg,
@@ -161,14 +162,7 @@ def register(subparsers) -> None:
     from dpuq.commands.class_conditional import HELP as CLASS_CONDITIONAL_HELP
 
     release.add_argument("--class-conditional", action="store_true", help=CLASS_CONDITIONAL_HELP)
-    out = p.add_argument_group("output")
-    out.add_argument(
-        "-o", "--output", required=True, metavar="FILE.json", help="where to write the release"
-    )
-    out.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
-    from dpuq.commands.budget import add_ledger_arguments
-
-    add_ledger_arguments(p)
+    add_release_output_arguments(p)
     p.set_defaults(func=run)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dpuq.commands._args import (
     add_command,
+    add_release_output_arguments,
     charged_release,
     float_arg,
     release_trail,
@@ -90,14 +91,7 @@ def register(subparsers) -> None:
         help="seed for a reproducible run: experiments only (anyone who knows it can undo the "
         "noise); the output then says 'seeded'",
     )
-    out = p.add_argument_group("output")
-    out.add_argument(
-        "-o", "--output", required=True, metavar="FILE.json", help="where to write the release"
-    )
-    out.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
-    from dpuq.commands.budget import add_ledger_arguments
-
-    add_ledger_arguments(p)
+    add_release_output_arguments(p)
     p.set_defaults(func=run)
 
 

@@ -30,7 +30,12 @@ ESTIMATION_ERRORS = (Exception,)
 def _rows(x):
     """``(n, take)``: the number of rows and a function returning the rows at given indices."""
     if is_dask_collection(x):
-        raise TypeError("x is a Dask collection; a callable statistic runs in memory only")
+        raise TypeError(
+            "x is a Dask collection: a callable statistic is arbitrary Python code that needs "
+            "each random subset's rows together in one call, and the subsets are drawn across "
+            "all chunks; pass x.compute() (subsets of n/s rows each) or use a string statistic "
+            "(mean, median, trimmed_mean), which runs chunk-wise on the workers"
+        )
     if hasattr(x, "iloc") and hasattr(x, "columns"):  # a DataFrame: f gets DataFrame rows
         return len(x), lambda idx: x.iloc[idx]
     arr = np.asarray(x)

@@ -307,3 +307,45 @@ def test_experiments_run_under_a_required_ledger(monkeypatch):
         assert not ledger_required()
         RELEASES["laplace_mechanism"](0)
     assert ledger_required()
+
+
+_U = np.random.default_rng(9).uniform(size=4000)
+
+
+@pytest.mark.parametrize(
+    ("release", "match"),
+    [
+        (lambda k: dpuq.PrivateConformalClassifier(_identity, epsilon=1.0, n_bins=1)
+            .conformalize(PROBS, LABELS, **k), "n_bins"),
+        (lambda k: dpuq.PrivateConformalClassifier(
+            _identity, epsilon=1.0, n_bins=1, class_conditional=True)
+            .conformalize(PROBS, LABELS, **k), "n_bins"),
+        (lambda k: dpuq.private_confidence_interval(
+            _U, alpha=0.1, epsilon=1.0, bounds=(0, 1), method="ensemble_cdf", n_grid=0, **k),
+            "n_grid"),
+        (lambda k: dpuq.private_confidence_interval(
+            _U, alpha=0.1, epsilon=1.0, bounds=(0, 1), n_subsets=3000, **k), "n_subsets"),
+        (lambda k: dpuq.private_studentized_cdf(
+            _U, 0.5, epsilon=1.0, bounds=(0, 1), half_width="wide", **k), "half_width"),
+        (lambda k: dpuq.private_studentized_cdf(
+            _U, 0.5, epsilon=1.0, bounds=(0, 1), median_share=1.5, **k), "median_share"),
+    ],
+)  # fmt: skip
+def test_settings_checked_late_before_this_wave_now_cost_nothing(release, match, ledger):
+    with pytest.raises((ValueError, TypeError), match=match):
+        release({"ledger": ledger, "dataset": "d"})
+    assert ledger.releases("d") == []
+
+
+def test_class_thresholds_is_a_release_that_charges(ledger, monkeypatch):
+    from dpuq.conformal.class_levels import class_rank_schedule
+    from dpuq.mechanisms.class_thresholds import class_thresholds
+
+    schedule, pad = class_rank_schedule(300, alpha=0.1, epsilon=1.0, n_bins=10)
+    kw = {"epsilon": 1.0, "n_bins": 10, "schedule": schedule, "pad": pad, "random_state": 0}
+    monkeypatch.setenv("DPUQ_REQUIRE_LEDGER", "1")
+    with pytest.raises(LedgerRequiredError):
+        class_thresholds(PROBS[:, 0], LABELS, 3, **kw)
+    class_thresholds(PROBS[:, 0], LABELS, 3, ledger=ledger, dataset="d", **kw)
+    (row,) = ledger.releases("d")
+    assert row.epsilon == 1.0

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import MetaEstimatorMixin
 
 from dpuq._estimator import NotFittedError, PrivateEstimator, RepeatedReleaseWarning
-from dpuq._validation import check_alpha
+from dpuq._validation import check_alpha, check_n_bins
 
 
 def _deprecated_score_alias(conformity_score, default: str, kwargs: dict):
@@ -123,6 +123,14 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
     def _rng(self) -> np.random.Generator:
         """A fresh generator for one release (derived from ``random_state``, never cached)."""
         return self._release_rng()
+
+    def _check_bins(self) -> None:
+        """``n_bins`` checked before the charge (a refused setting costs nothing)."""
+        if isinstance(self.n_bins, str):
+            if self.n_bins != "auto":
+                raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {self.n_bins!r}")
+        else:
+            check_n_bins(self.n_bins)
 
     def _warn_if_released(self, epsilon: float, stacklevel: int = 3) -> None:
         """Warn that a second ``conformalize`` spends ε again (the estimator's state only)."""

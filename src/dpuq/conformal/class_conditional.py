@@ -29,7 +29,7 @@ from dpuq._validation import (
 )
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.conformal.class_levels import auto_class_bins, class_rank_schedule
-from dpuq.ledger import charge
+from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.class_thresholds import class_thresholds
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
@@ -209,6 +209,7 @@ def calibrate_by_class(
         pad=pad,
         random_state=random_state,
         counts=counts,
+        ledger=CALLER_CHARGED,
     )
     report = PrivacyReport(
         mechanism=MECHANISM,

@@ -245,6 +245,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                     "class_conditional=True uses the certified rank method; "
                     f"method={self.method!r} is not available for it"
                 )
+        self._check_bins()
         self._warn_if_released(epsilon)
         rng = self._rng()  # one fresh generator per release, never stored
         if is_dask_collection(X_cal):  # scores (and labels) computed on the workers
@@ -258,7 +259,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         else:
             scores, labels = self._calibration_scores(X_cal, y_cal, rng)
         what = "PrivateConformalClassifier.conformalize"
-        if labels is not None and self.class_conditional:
+        if labels is not None and self.class_conditional and not is_dask_collection(labels):
             check_labels(labels, len(self.classes_), labels.size, "y_cal")
         receipt = charge(
             ledger,

@@ -231,6 +231,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 "n_groups uses the certified rank method; "
                 f"method={self.method!r} is not available for it"
             )
+        self._check_bins()
         self._warn_if_released(epsilon)
         y = None if is_dask_collection(X_cal) else check_array_1d(y_cal, "y_cal")
         if y is not None:

@@ -261,10 +261,14 @@ def private_confidence_interval(
     elif method == "ensemble_cdf":
         tt = _resolve_resamples(n_resamples, DEFAULT_INTERVAL_RESAMPLES)
         b_fail = check_in_open_unit(beta, "beta")
+        g_size = check_grid_size(n_grid)  # every setting before the charge
+        s_cdf = resolve_n_subsets(n_subsets, n, e_cdf)
+        check_subset_work(s_cdf, tt)
+        if stat.name == "trimmed_mean" and (n // s_cdf) - 2 * stat.n_trim(n // s_cdf) < 1:
+            raise ValueError(f"trim={stat.trim} leaves no data in subsets of {n // s_cdf} points")
         cost = e_est + e_cdf
         if ledger is not None or dataset is not None:  # the bootstrap runs? (data-free)
-            s_cdf = resolve_n_subsets(n_subsets, n, e_cdf)
-            cost -= e_cdf * (_tree_bound(int(n_grid), s_cdf, e_cdf, b_fail)[0] >= a / 2.0)
+            cost -= e_cdf * (_tree_bound(g_size, s_cdf, e_cdf, b_fail)[0] >= a / 2.0)
         charge_cost(cost)
         out = _ensemble_cdf_interval(
             data,
@@ -278,7 +282,7 @@ def private_confidence_interval(
             rng,
             n_candidates,
             b_fail,
-            check_grid_size(n_grid),
+            g_size,
         )
     elif method == "naive":
         if stat.name == "median":

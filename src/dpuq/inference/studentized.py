@@ -116,14 +116,9 @@ def private_studentized_cdf(
     tv = tarr.reshape(-1)
     rng = check_random_state(random_state)
     what = "private_studentized_cdf"
-    ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)  # settings before the charge
-    charge(
-        ledger, dataset, eps, what=what, seeded=random_state is not None,
-        settings={"n": int(data.size), "statistic": stat.name, "thresholds": int(tv.size)},
-    )  # fmt: skip
-    kernel = RootKernel(stat, "studentized", thresholds=tv)
-    (per_subset,), res = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
-    n, b, tt = data.size, res.subset_size, res.n_resamples
+    # every setting before the charge: a refused setting costs nothing
+    s_plan, tt = ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)
+    n, b = data.size, data.size // s_plan
     if isinstance(half_width, str):
         if half_width != "auto":
             raise ValueError(
@@ -135,6 +130,12 @@ def private_studentized_cdf(
     cand = np.linspace(0.0, 1.0, check_candidates(n_candidates))
     eps_each = eps / tv.size
     share = check_in_open_unit(median_share, "median_share")
+    charge(
+        ledger, dataset, eps, what=what, seeded=random_state is not None,
+        settings={"n": int(data.size), "statistic": stat.name, "thresholds": int(tv.size)},
+    )  # fmt: skip
+    kernel = RootKernel(stat, "studentized", thresholds=tv)
+    (per_subset,), res = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
     # The median lands outside the subsets' values with probability at most
     # G exp(-ε_med s / 4) (exponential-mechanism accuracy: a candidate beyond every value
     # has utility -s, the median about -s/2); then the clamped mean is badly biased.

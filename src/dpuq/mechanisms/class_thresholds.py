@@ -48,6 +48,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpuq._validation import check_epsilon, check_labels, check_positive_int, check_scores
+from dpuq.ledger import charge
 from dpuq.mechanisms.exponential import sample_log_weights
 from dpuq.mechanisms.quantile import bin_edges, bin_index
 from dpuq.mechanisms.randomness import RandomState, check_random_state
@@ -201,6 +202,8 @@ def class_thresholds(
     pad: int,
     random_state: RandomState = None,
     counts=None,
+    ledger=None,
+    dataset: str | None = None,
 ) -> np.ndarray:
     """Release one threshold per class: ε-DP under replace-one, ε/2 under add/remove.
 
@@ -209,7 +212,8 @@ def class_thresholds(
     counts per class and bin, computed chunk-wise by the caller (then ``scores`` and
     ``labels`` are None); the mechanism sees only these counts either way. One exact draw per
     class from its row of the law (classes are few, so the loop is over classes, never over
-    data points).
+    data points). ``ledger``/``dataset``: charged ε (replace-one) after validation and before
+    the draw (:func:`dpuq.ledger.charge`; ``ledger=CALLER_CHARGED`` when a caller charged).
 
     Returns
     -------
@@ -224,6 +228,14 @@ def class_thresholds(
     """
     eps, sched, p, edges, counts = _validated(
         scores, labels, n_classes, epsilon, n_bins, schedule, pad, counts
+    )
+    charge(
+        ledger,
+        dataset,
+        eps,
+        what="class_thresholds: class-conditional thresholds",
+        seeded=random_state is not None,
+        settings={"n_classes": int(n_classes), "n_bins": int(n_bins)},
     )
     rng = check_random_state(random_state)
     lw = _class_log_weights(counts, sched, p, eps)

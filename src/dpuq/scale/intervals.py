@@ -94,7 +94,7 @@ class DaskIntervalData:
         if nonfinite:  # no counts or extremes in messages: they depend on the data
             raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")
         check_outside(outside, name, (a, b), clip, stacklevel=5)
-        if outside:
+        if clip:  # always, so the task graph does not depend on whether data were outside
             arr = da_clip(arr, a, b)
         self.array = arr
         self.size = int(n)

@@ -109,19 +109,6 @@ def report_sets(out, sets, what: str, fmt: str | None = None) -> int:
     return 0
 
 
-def add_release_output_arguments(parser) -> None:
-    """The options every releasing command shares: ``-o FILE.json``, ``--force`` and the
-    ledger's ``--ledger/--dataset/--note``."""
-    from dpuq.commands.budget import add_ledger_arguments
-
-    out = parser.add_argument_group("output")
-    out.add_argument(
-        "-o", "--output", required=True, metavar="FILE.json", help="where to write the release"
-    )
-    out.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
-    add_ledger_arguments(parser)
-
-
 @contextlib.contextmanager
 def charged_release(ledger, out, args, epsilon: float, what: str, settings=None):
     """Every release's order: lock the output path ``out`` (refused if it exists or is being

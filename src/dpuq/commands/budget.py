@@ -57,6 +57,17 @@ def add_ledger_arguments(parser, *, required_dataset: bool = False) -> None:
         )
 
 
+def add_release_output_arguments(parser) -> None:
+    """The options every releasing command shares: ``-o FILE.json``, ``--force`` and the
+    ledger's ``--ledger/--dataset/--note``."""
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "-o", "--output", required=True, metavar="FILE.json", help="where to write the release"
+    )
+    out.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
+    add_ledger_arguments(parser)
+
+
 def open_ledger(args, *, create: bool = False):
     """The ledger named by ``--ledger`` (or the default), or None when neither flag is given."""
     from dpuq.ledger import Ledger

@@ -8,7 +8,6 @@ import sys
 from dpuq.commands._args import (  # noqa: F401  (MAX_BINS: also re-exported)
     MAX_BINS,
     add_command,
-    add_release_output_arguments,
     bins_arg,
     charged_release,
     float_arg,
@@ -162,6 +161,8 @@ def register(subparsers) -> None:
     from dpuq.commands.class_conditional import HELP as CLASS_CONDITIONAL_HELP
 
     release.add_argument("--class-conditional", action="store_true", help=CLASS_CONDITIONAL_HELP)
+    from dpuq.commands.budget import add_release_output_arguments
+
     add_release_output_arguments(p)
     p.set_defaults(func=run)
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from dpuq.commands._args import (
     add_command,
-    add_release_output_arguments,
     charged_release,
     float_arg,
     release_trail,
@@ -91,6 +90,8 @@ def register(subparsers) -> None:
         help="seed for a reproducible run: experiments only (anyone who knows it can undo the "
         "noise); the output then says 'seeded'",
     )
+    from dpuq.commands.budget import add_release_output_arguments
+
     add_release_output_arguments(p)
     p.set_defaults(func=run)
 

@@ -286,6 +286,19 @@ def test_predict_refuses_a_score_input_mismatch(tmp_path, capsys):
         dpuq.PrivateConformalClassifier.load_release(tmp_path / "l.json", _identity)
 
 
+def test_predict_refuses_a_score_input_mismatch_for_several_levels(tmp_path, capsys):
+    np.save(tmp_path / "z.npy", np.log(PROBS))
+    np.save(tmp_path / "p.npy", PROBS)
+    np.savetxt(tmp_path / "y.csv", LABELS, fmt="%d")
+    assert run_cli(capsys, "calibrate", "--logits", tmp_path / "z.npy", "--temperature", 2,
+                   "--labels", tmp_path / "y.csv", "--alpha", "0.1,0.2", "--epsilon", 1,
+                   "-o", tmp_path / "l.json")[0] == 0  # fmt: skip
+    code, _, err = run_cli(capsys, "predict", "--calibration", tmp_path / "l.json", "--probs",
+                           tmp_path / "p.npy", "-o", tmp_path / "s.csv")  # fmt: skip
+    assert code == 2 and "calibrated on logits (softmax temperature 2)" in err
+    assert not (tmp_path / "s.csv").exists()
+
+
 def test_regressor_warns_at_a_released_threshold_of_one_and_takes_a_public_bound():
     bound = dpuq.public_bound(_first_column, XR, YR, cv=None, held_out=True)
     reg = dpuq.PrivateConformalRegressor(_first_column, epsilon=1.0, bound=bound, random_state=0)

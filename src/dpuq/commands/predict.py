@@ -109,10 +109,8 @@ def _expect(args, flag: str, task: str, score: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpuq._validation import check_scores
     from dpuq.commands._outputs import summary_stream, write_output
     from dpuq.conformal.regression_scores import absolute_residual_intervals, cqr_intervals
-    from dpuq.conformal.scores import score_function
     from dpuq.conformal.sets import prediction_sets
     from dpuq.io import check_output_path, read_matrix
 
@@ -149,21 +147,7 @@ def run(args: argparse.Namespace) -> int:
             file=summary_stream(out),
         )
         return 0
-    if task == "classification":
-        flag = "logits" if getattr(args, "logits", None) is not None else "probs"
-        path = _expect(args, flag, task, name)
-        temperature = check_score_input(cal, flag)
-        probs, _ = read_probabilities(args, temperature)
-        if probs.shape[1] != cal["n_classes"]:
-            raise ValueError(
-                f"--{flag} {path!r} has {probs.shape[1]} classes but the calibration has "
-                f"{cal['n_classes']}"
-            )
-        params = {k: v for k, v in score.items() if k != "name"}
-        matrix = score_function(name)(probs, **params)
-    else:
-        path = _expect(args, "scores", task, name)
-        matrix = check_scores(read_matrix(path, "--scores"), f"--scores {path!r}", ndim=2)
+    matrix = _score_matrix(args, cal, task, score, name)
     sets = prediction_sets(matrix, threshold)
     what = f"prediction sets at threshold {threshold:.6g}{full}"
     return report_sets(out, sets, what, args.format)
@@ -171,10 +155,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_levels(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
     """``dpuq predict`` for a joint release of several levels: one set or interval per level."""
-    from dpuq._validation import check_scores
     from dpuq.commands._outputs import summary_stream, write_output
     from dpuq.conformal.regression_scores import absolute_residual_intervals, cqr_intervals
-    from dpuq.conformal.scores import score_function
     from dpuq.conformal.sets import prediction_sets
     from dpuq.io import read_matrix
 
@@ -198,21 +180,7 @@ def _run_levels(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
         print(f"{arr.shape[0]} intervals at {len(alphas)} levels; mean width {text}\n"
               f"wrote {shown}", file=summary_stream(out))  # fmt: skip
         return 0
-    if task == "classification":
-        flag = "logits" if getattr(args, "logits", None) is not None else "probs"
-        path = _expect(args, flag, task, name)
-        temperature = float(cal.get("temperature", 1.0)) if flag == "logits" else None
-        probs, _ = read_probabilities(args, temperature)
-        if probs.shape[1] != cal["n_classes"]:
-            raise ValueError(
-                f"--{flag} {path!r} has {probs.shape[1]} classes but the calibration has "
-                f"{cal['n_classes']}"
-            )
-        params = {k: v for k, v in score.items() if k != "name"}
-        matrix = score_function(name)(probs, **params)
-    else:
-        path = _expect(args, "scores", task, name)
-        matrix = check_scores(read_matrix(path, "--scores"), f"--scores {path!r}", ndim=2)
+    matrix = _score_matrix(args, cal, task, score, name)
     sets = np.stack([prediction_sets(matrix, float(t)) for t in thresholds], axis=-1)
     write_output(out, "sets", sets, classes=list(range(sets.shape[1])), levels=alphas,
                  fmt=args.format)  # fmt: skip
@@ -221,3 +189,26 @@ def _run_levels(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
     print(f"{sets.shape[0]} prediction sets at {len(alphas)} levels; mean size {text} of "
           f"{sets.shape[1]}\nwrote {shown}", file=summary_stream(out))  # fmt: skip
     return 0
+
+
+def _score_matrix(args, cal: dict, task: str, score: dict, name: str):
+    """The (n, K) score matrix of the new points, from --probs/--logits (checked against the
+    release's recorded score input and classes) or from --scores."""
+    from dpuq._validation import check_scores
+    from dpuq.conformal.scores import score_function
+    from dpuq.io import read_matrix
+
+    if task == "classification":
+        flag = "logits" if getattr(args, "logits", None) is not None else "probs"
+        path = _expect(args, flag, task, name)
+        temperature = check_score_input(cal, flag)
+        probs, _ = read_probabilities(args, temperature)
+        if probs.shape[1] != cal["n_classes"]:
+            raise ValueError(
+                f"--{flag} {path!r} has {probs.shape[1]} classes but the calibration has "
+                f"{cal['n_classes']}"
+            )
+        params = {k: v for k, v in score.items() if k != "name"}
+        return score_function(name)(probs, **params)
+    path = _expect(args, "scores", task, name)
+    return check_scores(read_matrix(path, "--scores"), f"--scores {path!r}", ndim=2)

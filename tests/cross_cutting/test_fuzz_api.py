@@ -2,15 +2,12 @@
 
 One property per entry point: a clear ``ValueError``/``TypeError`` naming an argument, or a
 valid result (finite, inside its documented range); never another exception, a NaN, a numpy
-warning, or a non-real input silently coerced (see ``tests/_fuzz.py``).
+warning, or a non-real input silently coerced (see ``tests/cross_cutting/_fuzz.py``).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import strategies as st
-
-import dpuq
 from _fuzz import (
     ALPHA,
     POSITIVE_EPSILON,
@@ -26,6 +23,9 @@ from _fuzz import (
     probabilities,
     scalar,
 )
+from hypothesis import strategies as st
+
+import dpuq
 
 BINS = scalar(st.one_of(st.just("auto"), st.integers(2, 400)), [0, 1, -3, 10**9, 2.5, "x", None])
 SMALL_BINS = scalar(st.integers(2, 400), [0, 1, -3, 10**9, 2.5, "x", None, True])

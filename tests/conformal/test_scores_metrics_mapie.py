@@ -17,15 +17,11 @@ def test_top_k_scores_and_sets():
     assert sets.sum(axis=1).tolist() == [2, 3]  # ties are kept together
 
 
-def test_top_k_in_the_classifier():
-    from sklearn.datasets import load_digits
-    from sklearn.linear_model import LogisticRegression
-
-    X, y = load_digits(return_X_y=True)
-    model = LogisticRegression(max_iter=2000).fit(X[:500], y[:500])
+def test_top_k_in_the_classifier(digits_model):
+    X, y, model = digits_model
     clf = dpuq.PrivateConformalClassifier(
         model, epsilon=1.0, conformity_score="top_k", random_state=0
-    ).conformalize(X[500:1500], y[500:1500])
+    ).conformalize(X[600:1500], y[600:1500])
     sets = clf.predict_set(X[1500:])
     assert dpuq.classification_coverage_score(y[1500:], sets) >= 0.85
     assert len(np.unique(sets.sum(axis=1))) == 1  # one size for every x

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from scripted_bits import ScriptedBits
 
 import dpuq
 from dpuq.learning import PrivateERMClassifier, Thresholds
@@ -24,7 +25,6 @@ from dpuq.mechanisms.exponential import (
     permute_and_flip_probabilities,
     sample_permute_and_flip,
 )
-from scripted_bits import ScriptedBits
 
 P_MIN = 1e-3  # false-positive rate of each goodness-of-fit test
 

@@ -1,9 +1,9 @@
 """The log-space sampler never gives a candidate with positive probability probability 0."""
 
 import numpy as np
+from scripted_bits import ScriptedBits
 
 from dpuq.mechanisms.exponential import sample_log_weights
-from scripted_bits import ScriptedBits
 
 
 def test_underflowing_candidates_are_reachable():

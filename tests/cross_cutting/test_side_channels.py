@@ -1,6 +1,7 @@
 """Every public release, in Python and on the command line, shows nothing about the data beyond
 its released values: warnings, exceptions, log records, stdout/stderr, files and pickles are
-identical on neighbouring data sets run with the same seed (harness: ``tests/side_channels.py``;
+identical on neighbouring data sets run with the same seed (harness:
+``tests/cross_cutting/side_channels.py``;
 its docstring says how to add a case: one entry of ``CASES``).
 
 Not covered, on purpose: ``dpuq predict`` (post-processing of a release on the user's own new
@@ -15,13 +16,6 @@ import warnings
 
 import numpy as np
 import pytest
-
-import dpuq
-from dpuq import inference
-from dpuq.ledger import Ledger
-from dpuq.mechanisms.quantile import bin_edges, bin_index, private_quantile_from_counts
-from dpuq.mechanisms.selection import private_selection
-from dpuq.training.temperature import private_temperature_scaling
 from side_channels import (
     BOUNDED,
     CLIP,
@@ -33,6 +27,13 @@ from side_channels import (
     cli,
     replace_one,
 )
+
+import dpuq
+from dpuq import inference
+from dpuq.ledger import Ledger
+from dpuq.mechanisms.quantile import bin_edges, bin_index, private_quantile_from_counts
+from dpuq.mechanisms.selection import private_selection
+from dpuq.training.temperature import private_temperature_scaling
 
 B = (0.0, 1.0)
 

@@ -16,9 +16,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _fuzz import make_tests
 from hypothesis import strategies as st
 
-from _fuzz import make_tests
 from dpuq.cli import main
 
 ALPHAS = ["0.1", "0.2", "0.5", "0", "-1", "nan", "inf", "abc", "1e-300", "0.7", ""]

@@ -16,7 +16,7 @@ released values: each case names its released values (``released(outcome)``), an
 renderings (and equal numbers in JSON files and pickles) are replaced by ``<R>`` before the
 comparison. The working directory's path and ISO timestamps are masked too.
 
-How to add a case (one entry of ``CASES`` in ``tests/test_side_channels.py``)::
+How to add a case (one entry of ``CASES`` in ``tests/cross_cutting/test_side_channels.py``)::
 
     Case("my_release", lambda x, d: my_release(x, epsilon=1.0, random_state=0),
          BOUNDED, released=lambda r: [r.value]),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 # Layers that a privacy-critical module must never reach (directly or through others):
 # privacy arguments must be checkable without reading the application around them.
@@ -164,7 +164,9 @@ def layer_of(module: str) -> int:
     for rank, names in enumerate(LAYERS):
         if key in names:
             return rank
-    raise KeyError(f"{module}: no layer in tests/test_architecture.py LAYERS; add it there")
+    raise KeyError(
+        f"{module}: no layer in tests/cross_cutting/test_architecture.py LAYERS; add it there"
+    )
 
 
 def upward_layer_imports(graph: dict[str, set[str]]) -> list[str]:

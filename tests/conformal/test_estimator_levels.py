@@ -8,24 +8,22 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.datasets import load_diabetes, load_digits
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.datasets import load_diabetes
+from sklearn.linear_model import Ridge
 
 import dpuq
 
 
 @pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    model = LogisticRegression(max_iter=2000).fit(X[:500], y[:500])
-    return X, y, model
+def digits(digits_model):
+    return digits_model
 
 
 def test_classifier_several_levels(digits):
     X, y, model = digits
     clf = dpuq.PrivateConformalClassifier(
         model, epsilon=1.0, confidence_level=[0.8, 0.9, 0.95], random_state=0
-    ).conformalize(X[500:1500], y[500:1500])
+    ).conformalize(X[600:1500], y[600:1500])
     sets = clf.predict_set(X[1500:])
     assert sets.shape == (X.shape[0] - 1500, 10, 3)
     assert np.all(sets[..., 0] <= sets[..., 1]) and np.all(sets[..., 1] <= sets[..., 2])
@@ -78,7 +76,7 @@ def test_several_levels_refused_with_class_conditional(digits):
         model, epsilon=1.0, confidence_level=[0.8, 0.9], class_conditional=True
     )
     with pytest.raises(ValueError, match="one confidence_level"):
-        clf.conformalize(X[500:900], y[500:900])
+        clf.conformalize(X[600:1000], y[600:1000])
     with pytest.raises(ValueError, match="repeat"):
         dpuq.PrivateConformalClassifier(model, epsilon=1.0, confidence_level=[0.9, 0.9]).fit(X, y)
 
@@ -87,7 +85,7 @@ def test_several_levels_release_file_roundtrip(digits, tmp_path):
     X, y, model = digits
     clf = dpuq.PrivateConformalClassifier(
         model, epsilon=1.0, confidence_level=[0.8, 0.95], random_state=0
-    ).conformalize(X[500:1500], y[500:1500])
+    ).conformalize(X[600:1500], y[600:1500])
     path = tmp_path / "rel.json"
     clf.save_release(path)
     again = dpuq.PrivateConformalClassifier.load_release(path, model)

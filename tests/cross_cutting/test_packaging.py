@@ -16,7 +16,7 @@ from dpuq import _progress
 from dpuq.cli import main
 from dpuq.commands import demo as demo_command
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "dpuq"
 
 

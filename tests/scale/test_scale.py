@@ -25,7 +25,7 @@ distributed = pytest.importorskip(
     "dask.distributed", reason="Dask support needs the extra: pip install dpuq[dask]"
 )
 
-SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
+SRC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "src")
 
 
 @pytest.fixture(scope="module")

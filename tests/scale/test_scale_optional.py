@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
+SRC = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "src")
 
 _NO_DASK = """
 import sys

@@ -2,7 +2,7 @@
 
 Each case feeds invalid data holding sentinel values (``0.123456789``, ``987654321``,
 ``SENTINEL``) and a distinctive number of bad entries (``BAD = 13``), then searches everything
-observable (harness: ``tests/side_channels.py``) for them. An error must still say which
+observable for them (harness: ``tests/cross_cutting/side_channels.py``). An error must say which
 argument, which line and what is wrong in general terms.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from side_channels import cli, observe
 
 import dpuq
 from dpuq import inference
 from dpuq.training.temperature import private_temperature_scaling
-from side_channels import cli, observe
 
 SENTINELS = ("0.123456789", "0.12345", "987654321", "9.87654e+08", "SENTINEL", "sentinel")
 BAD = 13  # the number of bad entries: must not appear either

@@ -93,12 +93,8 @@ def test_sklearn_estimator_checks(estimator, check):
 
 # ---------------------------------------------------------------- clone, params, pickle
 @pytest.fixture(scope="module")
-def digits():
-    from sklearn.datasets import load_digits
-
-    X, y = load_digits(return_X_y=True)
-    model = LogisticRegression(max_iter=500).fit(X[:600], y[:600])
-    return X, y, model
+def digits(digits_model):
+    return digits_model
 
 
 def _estimators(model):

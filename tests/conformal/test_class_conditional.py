@@ -306,12 +306,8 @@ def test_padded_certificate_is_the_certified_one_plus_the_top_rank(n, rho):
     assert ours == pytest.approx(theirs + top, abs=1e-12)
 
 
-def test_classifier_class_conditional_sets_use_each_label_threshold():
-    from sklearn.datasets import load_digits
-    from sklearn.linear_model import LogisticRegression
-
-    X, y = load_digits(return_X_y=True)
-    model = LogisticRegression(max_iter=500).fit(X[:600], y[:600])
+def test_classifier_class_conditional_sets_use_each_label_threshold(digits_model):
+    X, y, model = digits_model
     clf = dpuq.PrivateConformalClassifier(
         model, epsilon=4.0, class_conditional=True, random_state=0
     ).conformalize(X[600:1500], y[600:1500])

@@ -196,7 +196,7 @@ def test_every_interval_dask_equals_memory(client, statistic, method, kw):
 def test_trimmed_mean_selection_is_exact_with_ties_and_negatives():
     from dpuq.inference._data import parse_statistic
     from dpuq.inference._tiles import ArrayData, exact_statistic
-    from dpuq.scale.intervals import DaskIntervalData
+    from dpuq.inference._dask import DaskIntervalData
 
     rng = np.random.default_rng(9)
     x = np.round(rng.normal(size=5_000), 1)  # many ties, both signs, -0.0 and 0.0
@@ -244,7 +244,7 @@ def test_classifier_conformalize_on_dask_equals_memory(client):
         got = dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=3, **kw)
         got.conformalize(da.from_array(Xc, chunks=(700, 3)), da.from_array(yc, chunks=700))
         assert got.calibration_ == ref.calibration_, kw
-    scores = dpuq.scale.score_partitions(
+    scores = dpuq.score_partitions(
         model, da.from_array(Xc, chunks=(500, 3)), da.from_array(yc, chunks=500)
     )
     np.testing.assert_array_equal(scores.compute(), dpuq.lac_scores(model.predict_proba(Xc), yc))

@@ -204,6 +204,44 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         elif y is not None:
             self.classes_ = np.unique(np.asarray(y))
 
+    def _dask_scores(self, X, y, *, rng=None, labels: bool = False):
+        """Scores on Dask ``X``, ``y``: lazy, one task per row block, never gathered.
+
+        This estimator hands its block scoring function to :func:`dpuq.scale._dask.map_scores`
+        (the scale layer knows no estimator). Randomised APS/RAPS draw their per-point ``U``
+        on the workers: a seed is drawn from ``rng`` on the client
+        (:func:`dpuq.mechanisms.randomness.derive_seed`, where the in-memory scoring draws it),
+        and each row block draws its rows' uniforms from it
+        (:func:`~dpuq.mechanisms.randomness.row_uniforms`), equal to the in-memory draws.
+        ``labels=True`` also returns the lazy class indices (class-conditional calibration).
+        """
+        from dpuq.mechanisms.randomness import derive_seed, row_uniforms
+        from dpuq.scale._dask import map_scores
+
+        params = dict(self.score_params or {})
+        randomized = params.get("randomized", self.conformity_score in ("aps", "raps"))
+        if not hasattr(self, "classes_"):
+            self._set_classes()
+        if not hasattr(self, "classes_"):
+            raise ValueError(
+                "the classes are unknown: call fit(X, y) first or use an estimator with classes_"
+            )
+        seed = derive_seed(self._rng() if rng is None else rng) if randomized else None
+
+        def block_scores(xb: np.ndarray, yb: np.ndarray, start: int) -> np.ndarray:
+            if xb.shape[0] == 0:
+                return np.empty(0)
+            u = None if seed is None else row_uniforms(seed, start, start + xb.shape[0])
+            return self._score_matrix(self._proba(xb), self._label_index(yb), uniforms=u)
+
+        def block_labels(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+            return self._label_index(yb).astype(np.int64)
+
+        scores = map_scores(block_scores, X, y, with_offset=True)
+        if not labels:
+            return scores
+        return scores, map_scores(block_labels, X, y, dtype=np.int64)
+
     # ------------------------------------------------------------------ API
     def fit(self, X, y) -> PrivateConformalClassifier:
         """Train the estimator on training data when ``prefit=False``; returns self."""
@@ -249,13 +287,11 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         self._warn_if_released(epsilon)
         rng = self._rng()  # one fresh generator per release, never stored
         if is_dask_collection(X_cal):  # scores (and labels) computed on the workers
-            from dpuq.scale._dask import classifier_scores
-
             self._set_classes()
             if self.class_conditional:
-                scores, labels = classifier_scores(self, X_cal, y_cal, rng=rng, labels=True)
+                scores, labels = self._dask_scores(X_cal, y_cal, rng=rng, labels=True)
             else:
-                scores, labels = classifier_scores(self, X_cal, y_cal, rng=rng), None
+                scores, labels = self._dask_scores(X_cal, y_cal, rng=rng), None
         else:
             scores, labels = self._calibration_scores(X_cal, y_cal, rng)
         what = "PrivateConformalClassifier.conformalize"

@@ -202,6 +202,23 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             self._call(self._model(), X), "estimator's quantile predictions"
         )
 
+    def _dask_scores(self, X, y):
+        """Scores on Dask ``X``, ``y``: lazy, one task per row block, never gathered (this
+        estimator hands its block scoring function to :func:`dpuq.scale._dask.map_scores`)."""
+        from dpuq.scale._dask import map_scores
+
+        _, _, bound = self._check_params()
+
+        def block_scores(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+            if xb.shape[0] == 0:
+                return np.empty(0)
+            yv = np.asarray(yb, dtype=float)
+            if self.conformity_score == "absolute":
+                return absolute_residual_scores(self._point(xb), yv, bound=bound)
+            return cqr_scores(self._quantiles(xb), yv, bound=bound)
+
+        return map_scores(block_scores, X, y)
+
     # ------------------------------------------------------------------ API
     def fit(self, X, y) -> PrivateConformalRegressor:
         """Train the estimator(s) on training data when ``prefit=False``; returns self."""
@@ -243,9 +260,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 raise TypeError("groups must be a Dask collection when X_cal is one")
             group_index = groups
         if y is None:  # Dask input: scores computed on the workers, never gathered
-            from dpuq.scale._dask import regressor_scores
-
-            scores = regressor_scores(self, X_cal, y_cal)
+            scores = self._dask_scores(X_cal, y_cal)
             described = _DESCRIBED[self.conformity_score]
         elif self.conformity_score == "absolute":
             pred = self._point(X_cal)

@@ -32,10 +32,8 @@ from dpuq.scale.counts import (
 __all__ = [
     "DaskClassCounts",
     "DaskScores",
-    "classifier_scores",
     "dask_error_counts",
     "map_scores",
-    "regressor_scores",
     "to_dask_array",
     "tree_reduce",
 ]
@@ -121,6 +119,9 @@ class DaskScores(_ScoreSource):
 
 
 # ------------------------------------------------------------------ scoring on the workers
+# The conformal estimators hand their per-block scoring function to ``map_scores``
+# (``PrivateConformalClassifier._dask_scores``, ``PrivateConformalRegressor._dask_scores``):
+# this module knows no estimator and no score.
 def _aligned(X, y, name_x: str, name_y: str):
     Xa = to_dask_array(X, name_x)
     if Xa.ndim == 1:
@@ -134,39 +135,6 @@ def _aligned(X, y, name_x: str, name_y: str):
         Xa = Xa.rechunk({1: -1})
     ya = ya.rechunk((Xa.chunks[0],))
     return Xa, ya
-
-
-def classifier_scores(est, X, y, *, rng=None, labels: bool = False):
-    """Scores of a :class:`~dpuq.conformal.PrivateConformalClassifier` on Dask ``X``, ``y``
-    (lazy, one task per row block); see :func:`dpuq.scale.partitions.score_partitions`.
-
-    Randomised APS/RAPS draw their per-point ``U`` on the workers: a seed is drawn from ``rng``
-    on the client (:func:`dpuq.mechanisms.randomness.derive_seed`, where the in-memory scoring
-    draws it), and each row block draws its rows' uniforms from it
-    (:func:`~dpuq.mechanisms.randomness.row_uniforms`), equal to the in-memory draws.
-    ``labels=True`` also returns the lazy class indices (class-conditional calibration).
-    """
-    from dpuq.mechanisms.randomness import derive_seed
-
-    params = dict(est.score_params or {})
-    randomized = params.get("randomized", est.conformity_score in ("aps", "raps"))
-    if not hasattr(est, "classes_"):
-        est._set_classes()
-    if not hasattr(est, "classes_"):
-        raise ValueError(
-            "the classes are unknown: call fit(X, y) first or use an estimator with classes_"
-        )
-    seed = derive_seed(est._rng() if rng is None else rng) if randomized else None
-    scores = map_scores(_classification_block(est, seed), X, y, with_offset=True)
-    if not labels:
-        return scores
-    return scores, map_scores(_label_block(est), X, y, dtype=np.int64)
-
-
-def regressor_scores(est, X, y):
-    """Scores of a :class:`~dpuq.conformal.PrivateConformalRegressor` on Dask ``X``, ``y``."""
-    _, _, bound = est._check_params()
-    return map_scores(_regression_block(est, bound), X, y)
 
 
 def map_scores(block_fn, X, y, *, with_offset: bool = False, dtype=float):
@@ -187,39 +155,6 @@ def map_scores(block_fn, X, y, *, with_offset: bool = False, dtype=float):
 
     # y as an (n, 1) column so that its blocks pair with X's row blocks
     return da.map_blocks(run, Xa, ya[:, None], drop_axis=1, dtype=dtype, meta=np.empty(0, dtype))
-
-
-def _classification_block(est, seed: int | None):
-    from dpuq.mechanisms.randomness import row_uniforms
-
-    def scores(xb: np.ndarray, yb: np.ndarray, start: int) -> np.ndarray:
-        if xb.shape[0] == 0:
-            return np.empty(0)
-        u = None if seed is None else row_uniforms(seed, start, start + xb.shape[0])
-        return est._score_matrix(est._proba(xb), est._label_index(yb), uniforms=u)
-
-    return scores
-
-
-def _label_block(est):
-    def labels(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
-        return est._label_index(yb).astype(np.int64)
-
-    return labels
-
-
-def _regression_block(est, bound: float):
-    from dpuq.conformal.regression_scores import absolute_residual_scores, cqr_scores
-
-    def scores(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
-        if xb.shape[0] == 0:
-            return np.empty(0)
-        yv = np.asarray(yb, dtype=float)
-        if est.conformity_score == "absolute":
-            return absolute_residual_scores(est._point(xb), yv, bound=bound)
-        return cqr_scores(est._quantiles(xb), yv, bound=bound)
-
-    return scores
 
 
 # ------------------------------------------------------------------ class-conditional counts

@@ -194,9 +194,9 @@ def test_every_interval_dask_equals_memory(client, statistic, method, kw):
 
 
 def test_trimmed_mean_selection_is_exact_with_ties_and_negatives():
+    from dpuq.inference._dask import DaskIntervalData
     from dpuq.inference._data import parse_statistic
     from dpuq.inference._tiles import ArrayData, exact_statistic
-    from dpuq.inference._dask import DaskIntervalData
 
     rng = np.random.default_rng(9)
     x = np.round(rng.normal(size=5_000), 1)  # many ties, both signs, -0.0 and 0.0

@@ -27,4 +27,3 @@ __all__ = [
     "merge_summaries",
     "summarize_chunk",
 ]
-

@@ -35,6 +35,7 @@ from dpuq.planning.levels import (  # noqa: F401
     _level_from_rho,
     certified_level,
     coverage_certificate,
+    coverage_upper_bound,
     inflated_level,
     optimal_gamma,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "auto_n_bins",
     "certified_level",
     "coverage_certificate",
+    "coverage_upper_bound",
     "inflated_level",
     "min_calibration_size",
     "min_epsilon",

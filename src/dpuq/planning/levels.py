@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 from dpuq._validation import (
+    _as_float,
     check_alpha,
     check_epsilon,
     check_in_open_unit,
@@ -33,6 +34,7 @@ __all__ = [
     "TINY_GAMMA",
     "certified_level",
     "coverage_certificate",
+    "coverage_upper_bound",
     "inflated_level",
     "optimal_gamma",
 ]
@@ -229,3 +231,36 @@ def optimal_gamma(n: int, alpha: float, epsilon: float, n_bins: int) -> float:
     """
     n, alpha, epsilon, m = _check_plan(n, alpha, epsilon, n_bins)
     return _gamma_star(n, alpha, epsilon, m)
+
+
+def coverage_upper_bound(
+    n: int, alpha: float, epsilon: float, n_bins: int, gamma: float, p_max: float
+) -> float:
+    """Theorem 3's upper bound on the coverage of the private sets (Angelopoulos et al.).
+
+    ``1 − (1−γ)α + (1−γα)(2 p_max + 2(1 + max(q̃/(1−q̃), 1)) log(m/(γα)) / ((n+1) ε))``,
+    with ``p_max`` the largest probability of one bin under the score distribution.
+    Returns ``inf`` when ``q̃ >= 1``.
+
+    Examples
+    --------
+    >>> round(coverage_upper_bound(1000, 0.1, 8.0, 100, 0.1, 0.01), 4)
+    0.9558
+    """
+    n = check_positive_int(n, "n")
+    alpha = check_alpha(alpha)
+    epsilon = check_epsilon(epsilon)
+    m = check_n_bins(n_bins)
+    gamma = check_in_open_unit(gamma, "gamma")
+    if not (0.0 <= _as_float(p_max, "p_max") <= 1.0):
+        raise ValueError(f"p_max must be in [0, 1], got {p_max!r}")
+    q = _level(n, alpha, epsilon, m, gamma)
+    if q >= 1.0:
+        return math.inf
+    log_term = math.log(m / (gamma * alpha))
+    return (
+        1
+        - (1 - gamma) * alpha
+        + (1 - gamma * alpha)
+        * (2 * p_max + 2 * (1 + max(q / (1 - q), 1.0)) * log_term / ((n + 1) * epsilon))
+    )

@@ -39,18 +39,17 @@ from dpuq.conformal.split import (  # noqa: F401 (old import path of both)
 from dpuq.ledger import CALLER_CHARGED, charge, release_trail
 from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, private_quantile_from_counts
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.planning import (
+from dpuq.planning.bins import auto_n_bins
+from dpuq.planning.levels import (
     _cert,
     _certified_rho,
     _check_method,
     _gamma_star,
     _level,
     _level_from_rho,
-    auto_n_bins,
     coverage_upper_bound,
-    min_calibration_size,
-    min_epsilon,
 )
+from dpuq.planning.sizes import min_calibration_size, min_epsilon
 from dpuq.report import PrivacyReport, Relation
 from dpuq.scale.sources import as_score_source
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -13,17 +12,10 @@ from dpuq.conformal._base import (
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
 )
-from dpuq.conformal.calibration import PrivateCalibration
-from dpuq.conformal.class_conditional import (
-    ClassConditionalCalibration,
-    calibrate_by_class,
-    class_prediction_sets,
-)
+from dpuq.conformal.class_conditional import class_prediction_sets
 from dpuq.conformal.scores import score_function
 from dpuq.conformal.sets import prediction_sets
-from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.randomness import RandomState
-from dpuq.report import PrivacyReport
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateConformalClassifier"]
@@ -297,12 +289,16 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         what = "PrivateConformalClassifier.conformalize"
         if labels is not None and self.class_conditional and not is_dask_collection(labels):
             check_labels(labels, len(self.classes_), labels.size, "y_cal")
-        receipt = charge(
-            ledger,
-            dataset,
+        cal, receipt = self._charge_and_release(
+            scores,
+            labels if self.class_conditional else None,
+            len(self.classes_),
+            alpha,
             epsilon,
+            rng,
+            ledger=ledger,
+            dataset=dataset,
             what=what,
-            seeded=self.random_state is not None,
             settings={
                 "alpha": alpha,
                 "n": int(np.shape(scores)[0]) if labels is not None else None,
@@ -311,30 +307,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                 "class_conditional": bool(self.class_conditional),
             },
         )
-        if self.class_conditional:
-            cal = calibrate_by_class(
-                scores,
-                labels,
-                len(self.classes_),
-                alpha=alpha,
-                epsilon=epsilon,
-                n_bins=self.n_bins,
-                random_state=rng,
-                ledger=CALLER_CHARGED,
-            )
-        else:
-            cal = self._release(scores, alpha, epsilon, rng)
-        self.calibration_: PrivateCalibration | ClassConditionalCalibration = dataclasses.replace(
-            cal, privacy_report=self._seeded(cal.privacy_report)
-        )
-        self.threshold_ = (
-            self.calibration_.threshold_array()
-            if self.class_conditional
-            else self.calibration_.threshold
-        )
-        self.privacy_report_: PrivacyReport = self.calibration_.privacy_report
-        self.n_calibration_ = self.calibration_.n
-        self._record_trail(receipt, what)
+        self._store_release(cal, self._seeded(cal.privacy_report), receipt, what)
         return self
 
     def predict_proba(self, X) -> np.ndarray:

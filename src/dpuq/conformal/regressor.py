@@ -14,8 +14,8 @@ from dpuq.conformal._base import (
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
 )
-from dpuq.conformal.calibration import PrivateCalibration, UninformativeReleaseWarning
-from dpuq.conformal.class_conditional import calibrate_by_class, check_groups, grouped_intervals
+from dpuq.conformal.calibration import UninformativeReleaseWarning
+from dpuq.conformal.class_conditional import check_groups, grouped_intervals
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -24,9 +24,7 @@ from dpuq.conformal.regression_scores import (
     cqr_intervals,
     cqr_scores,
 )
-from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.randomness import RandomState
-from dpuq.report import PrivacyReport
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateConformalRegressor"]
@@ -243,11 +241,14 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         is drawn, or the release is refused.
         """
         epsilon, alpha, bound = self._check_params()
-        if self.n_groups is not None and groups is not None and self.method != "certified":
-            raise ValueError(  # a settings error, refused before any charge
-                "n_groups uses the certified rank method; "
-                f"method={self.method!r} is not available for it"
-            )
+        if self.n_groups is not None and groups is not None:  # settings errors before any charge
+            if isinstance(alpha, list):
+                raise ValueError("n_groups takes one confidence_level, not several")
+            if self.method != "certified":
+                raise ValueError(
+                    "n_groups uses the certified rank method; "
+                    f"method={self.method!r} is not available for it"
+                )
         self._check_bins()
         self._warn_if_released(epsilon)
         y = None if is_dask_collection(X_cal) else check_array_1d(y_cal, "y_cal")
@@ -276,12 +277,16 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             described = _DESCRIBED["cqr"]
         rng = self._rng()  # one fresh generator per release, never stored
         what = "PrivateConformalRegressor.conformalize"
-        receipt = charge(
-            ledger,
-            dataset,
+        cal, receipt = self._charge_and_release(
+            scores,
+            group_index,
+            self.n_groups,
+            alpha,
             epsilon,
+            rng,
+            ledger=ledger,
+            dataset=dataset,
             what=what,
-            seeded=self.random_state is not None,
             settings={
                 "alpha": alpha,
                 "n": None if y is None else int(y.size),
@@ -291,38 +296,10 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 "n_groups": self.n_groups,
             },
         )
-        if group_index is None:
-            cal = self._release(scores, alpha, epsilon, rng)
-        else:
-            if isinstance(alpha, list):
-                raise ValueError("n_groups takes one confidence_level, not several")
-            if self.method != "certified":
-                raise ValueError(
-                    "n_groups uses the certified rank method; "
-                    f"method={self.method!r} is not available for it"
-                )
-            cal = calibrate_by_class(
-                scores,
-                group_index,
-                self.n_groups,
-                alpha=alpha,
-                epsilon=epsilon,
-                n_bins=self.n_bins,
-                random_state=rng,
-                ledger=CALLER_CHARGED,
-            )
         details = dict(cal.privacy_report.details)
         details.update({"score": described, "bound (public)": bound})
         report = self._seeded(dataclasses.replace(cal.privacy_report, details=details))
-        self.calibration_: PrivateCalibration = dataclasses.replace(cal, privacy_report=report)
-        self.threshold_ = (
-            self.calibration_.threshold
-            if group_index is None
-            else self.calibration_.threshold_array()
-        )
-        self.privacy_report_: PrivacyReport = report
-        self.n_calibration_ = self.calibration_.n
-        self._record_trail(receipt, what)
+        self._store_release(cal, report, receipt, what)
         self.bound_ = bound
         self.score_ = self.conformity_score
         whole = np.asarray(self.threshold_) >= 1.0

@@ -21,18 +21,11 @@ package is cut along its seams:
 Every name is importable from ``dpuq.planning`` itself.
 """
 
-# the private helpers (_cert, _level, ...) are imported here too: other dpuq modules and the
-# tests import them from dpuq.planning
-from dpuq.planning.bins import _bin_grid, auto_n_bins  # noqa: F401
-from dpuq.planning.levels import (  # noqa: F401
+from dpuq.planning import bins, levels, sizes
+from dpuq.planning.bins import auto_n_bins
+from dpuq.planning.levels import (
     METHODS,
     TINY_GAMMA,
-    _cert,
-    _certified_rho,
-    _check_method,
-    _gamma_star,
-    _level,
-    _level_from_rho,
     certified_level,
     coverage_certificate,
     coverage_upper_bound,
@@ -55,3 +48,13 @@ __all__ = [
     "optimal_gamma",
     "plan",
 ]
+
+
+def __getattr__(name: str):
+    """The private helpers (``_cert``, ``_level``, ...) under their old path ``dpuq.planning``;
+    new code imports them from the module that defines them."""
+    if name.startswith("_"):
+        for module in (levels, bins, sizes):
+            if hasattr(module, name):
+                return getattr(module, name)
+    raise AttributeError(f"module 'dpuq.planning' has no attribute {name!r}")

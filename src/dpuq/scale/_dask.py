@@ -25,6 +25,7 @@ from dpuq.scale.counts import (
     ScoreSummary,
     _ScoreSource,
     check_numeric_dtype,
+    check_score_flags,
     merge_summaries,
     summarize_chunk,
 )
@@ -220,13 +221,7 @@ class DaskClassCounts:
             )
         ]
         ((flags, counts),) = dask.compute(tree_reduce(parts, _merge_class))
-        if flags[0]:
-            raise ValueError(f"{self.name} has non-finite value(s) (NaN or inf)")
-        if flags[1]:
-            raise ValueError(
-                f"{self.name} must lie in [0, 1]; some values are outside (no count or extremes "
-                "are shown: they depend on the data)"
-            )
+        check_score_flags(flags[0], flags[1], self.name)
         if flags[2]:
             raise ValueError(f"{self.labels_name} must be integer class indices")
         if flags[3]:

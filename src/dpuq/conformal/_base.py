@@ -166,18 +166,38 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         )
 
     def _charge_and_release(
-        self, scores, labels, n_labels, alpha, epsilon, rng, *, ledger, dataset, what, settings
+        self,
+        scores,
+        labels,
+        n_labels,
+        alpha,
+        epsilon,
+        rng,
+        *,
+        ledger,
+        dataset,
+        what,
+        settings,
+        labels_name="labels",
     ):
-        """Charge the ledger, then release: the steps both estimators share.
+        """Validate lazy input, charge the ledger, then release: the steps both estimators
+        share.
 
         ``labels`` None: one marginal threshold (:func:`dpuq.calibrate`, one or several
         levels); otherwise one threshold per class or group (:func:`dpuq.calibrate_by_class`
-        with ``n_labels`` classes). The caller has checked every setting. Returns the release
-        and the ledger's receipt.
+        with ``n_labels`` classes). The caller has checked every setting and every in-memory
+        input; lazy (Dask) scores and labels are checked here, chunk-wise, before the charge
+        (:func:`dpuq.scale._dask.validate_lazy`): a malformed label costs no ε on Dask either.
+        Returns the release and the ledger's receipt.
         """
         from dpuq.conformal.class_conditional import calibrate_by_class
         from dpuq.ledger import CALLER_CHARGED, charge
+        from dpuq.scale.sources import is_dask_collection
 
+        if is_dask_collection(scores):
+            from dpuq.scale._dask import validate_lazy
+
+            validate_lazy(scores, labels, n_labels, labels_name=labels_name)
         receipt = charge(
             ledger,
             dataset,

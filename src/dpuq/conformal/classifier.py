@@ -299,6 +299,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
             ledger=ledger,
             dataset=dataset,
             what=what,
+            labels_name="y_cal",
             settings={
                 "alpha": alpha,
                 "n": int(np.shape(scores)[0]) if labels is not None else None,

@@ -287,6 +287,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             ledger=ledger,
             dataset=dataset,
             what=what,
+            labels_name="groups",
             settings={
                 "alpha": alpha,
                 "n": None if y is None else int(y.size),

@@ -37,6 +37,7 @@ __all__ = [
     "map_scores",
     "to_dask_array",
     "tree_reduce",
+    "validate_lazy",
 ]
 
 #: Fan-in of the tree reductions: partial results merged at most this many at a time.
@@ -159,8 +160,11 @@ def map_scores(block_fn, X, y, *, with_offset: bool = False, dtype=float):
 
 
 # ------------------------------------------------------------------ class-conditional counts
-def _class_chunk(scores: np.ndarray, labels: np.ndarray, k: int, n_bins: int, check_int: bool):
-    """Validation flags and the (K, m) counts of one chunk: one bincount over (class, bin)."""
+def _class_chunk(
+    scores: np.ndarray, labels: np.ndarray, k: int, n_bins: int | None, check_int: bool
+):
+    """Validation flags and the (K, m) counts of one chunk: one bincount over (class, bin).
+    ``n_bins`` None: the flags only (a validation pass), with an empty (K, 0) table."""
     from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges
 
     s = np.asarray(scores, dtype=float)
@@ -172,8 +176,8 @@ def _class_chunk(scores: np.ndarray, labels: np.ndarray, k: int, n_bins: int, ch
     yi = y.astype(np.int64) if not not_int else np.zeros(y.shape, np.int64)
     out_of_range = bool(np.count_nonzero((yi < 0) | (yi >= k)))
     flags = np.array([nonfinite, outside, not_int, out_of_range])
-    if flags.any():
-        return flags, np.zeros((k, n_bins), np.int64)
+    if flags.any() or n_bins is None:
+        return flags, np.zeros((k, n_bins or 0), np.int64)
     flat = yi * n_bins + _bin_index_fast(s, bin_edges(n_bins))
     return flags, np.bincount(flat, minlength=k * n_bins).reshape(k, n_bins)
 
@@ -213,6 +217,14 @@ class DaskClassCounts:
         self.size = int(arr.shape[0])
 
     def counts(self, n_classes: int, n_bins: int) -> np.ndarray:
+        """The validated (K, m) counts (one pass over the chunks)."""
+        return self._checked(n_classes, n_bins)
+
+    def validate(self, n_classes: int) -> None:
+        """One pass of the same checks without the counts: the errors of :meth:`counts`."""
+        self._checked(n_classes, None)
+
+    def _checked(self, n_classes: int, n_bins: int | None) -> np.ndarray:
         check_int = self.labels.dtype.kind == "f"
         parts = [
             dask.delayed(_class_chunk, pure=True)(sb, yb, n_classes, n_bins, check_int)
@@ -230,6 +242,22 @@ class DaskClassCounts:
                 "or extremes are shown: they depend on the data)"
             )
         return np.asarray(counts, dtype=np.int64)
+
+
+def validate_lazy(scores, labels=None, n_labels: int | None = None, *, labels_name="labels"):
+    """Check lazy scores (and labels) before a ledger charge, as memory checks them.
+
+    One chunk-wise pass computes the scores' task graph (so a model or label error inside a
+    row block raises here, with the block function's own data-free message) and reduces it
+    to validation flags only: non-finite scores, scores outside [0, 1], labels that are not
+    integer indices in ``0..n_labels-1``. Nothing but flags reaches the client, and no
+    message shows a value or a count. The release then computes the graph once more (the
+    model runs twice on Dask input: the price of refusing before the charge).
+    """
+    if labels is None:
+        DaskScores(scores).validate()
+    else:
+        DaskClassCounts(scores, labels, labels_name=labels_name).validate(int(n_labels))
 
 
 # ------------------------------------------------------------------ private ERM

@@ -8,7 +8,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 import dpuq
-from dpuq.planning import _bin_grid
+from dpuq.planning.bins import _bin_grid
 
 
 def _q(n, a, e, m, g):
@@ -148,3 +148,25 @@ class TestSplitConformalRank:
     def test_float_alpha_pitfall(self):
         # 0.3 is 0.29999999999999998889... as a float; (9+1)(1-0.3) = 7 exactly.
         assert dpuq.split_conformal_threshold(np.arange(1, 10) / 10, 0.3) == 0.7
+
+
+def test_planning_package_keeps_every_old_import_path():
+    """dpuq.planning was one module: every public name, and the private helpers that other
+    code imported from it, still import from dpuq.planning (and are the modules' own)."""
+    import dpuq.planning as planning
+    from dpuq.planning import bins, levels, sizes
+
+    for name in planning.__all__:
+        assert getattr(planning, name) is not None
+    from dpuq.planning import _cert, _certified_rho, _check_method, _level, _level_from_rho
+
+    assert (_cert, _certified_rho, _level, _level_from_rho) == (
+        levels._cert,
+        levels._certified_rho,
+        levels._level,
+        levels._level_from_rho,
+    )
+    assert _check_method("paper") == "paper"
+    assert planning._bin_grid is bins._bin_grid and planning.plan is sizes.plan
+    with pytest.raises(AttributeError, match="no attribute '_nothing'"):
+        planning._nothing  # noqa: B018

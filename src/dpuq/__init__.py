@@ -38,6 +38,7 @@ from dpuq.conformal import (
     split_conformal_threshold,
     top_k_scores,
 )
+from dpuq.conformal.partitions import score_partitions
 from dpuq.inference import (
     ConfidenceInterval,
     PrivateCDF,
@@ -101,7 +102,6 @@ from dpuq.planning import (
     optimal_gamma,
 )
 from dpuq.report import PrivacyReport
-from dpuq.scale import score_partitions
 
 # library code logs through `logging` under the "dpuq" logger and never prints; the
 # application (or `logging.basicConfig`) decides where records go

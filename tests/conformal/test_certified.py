@@ -17,7 +17,7 @@ from scipy.special import expit, logsumexp
 
 import dpuq
 from dpuq.mechanisms.quantile import _log_weights
-from dpuq.planning import _cert
+from dpuq.planning.levels import _cert
 
 
 def _compositions(total: int, m: int) -> np.ndarray:

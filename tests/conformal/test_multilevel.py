@@ -18,7 +18,7 @@ from dpuq.mechanisms.joint_quantiles import (
     joint_quantiles_log_distribution,
     joint_union_sizes,
 )
-from dpuq.planning import _cert
+from dpuq.planning.levels import _cert
 
 
 def _compositions(total: int, m: int) -> np.ndarray:

@@ -138,22 +138,33 @@ def reachable(graph: dict[str, set[str]], start: str) -> dict[str, str]:
     return seen
 
 
-# The layers, lowest first (docs/architecture.md): a module may import its own layer and the
-# layers below it, never one above. The key is the first name under ``dpuq``.
+# The layers, lowest first (docs/architecture.md, "Layers", is the same table and a test below
+# holds the two together): a module may import its own layer and the layers below it, never one
+# above. The key is the first name under ``dpuq``. The order follows the data flow
+# (data -> model -> scores -> private release -> sets/intervals -> report), with the
+# data-free rooms that every method leans on below the methods:
 LAYERS = (
-    # foundations: checks, files, reports, versions (no statistics)
+    # foundations: checks, files, the privacy report type, versions (no statistics)
     ("_version", "_validation", "_atomic", "_progress", "_ledger_schema", "report", "io"),
-    # privacy-critical rooms and what they lean on: noise, ledger, accountants, planning
-    ("mechanisms", "accountants", "ledger", "planning", "_bin_simulation", "metrics"),
-    # public front doors of those rooms
-    ("accounting", "quantile", "_estimator"),
-    # the methods: data, sets, intervals, learning, training
-    ("data", "conformal", "inference", "learning", "training", "scale"),
-    # the package's own face
-    ("dpuq", "plotting"),
+    # the budget book: every release charges it
+    ("ledger",),
+    # private release: the exact samplers and the accountants (privacy-critical)
+    ("mechanisms", "accountants"),
+    # data-free planning and the front doors of the rooms below
+    ("planning", "_bin_simulation", "accounting", "quantile", "_estimator"),
+    # where the data are: chunked and Dask sufficient statistics (knows no method)
+    ("scale",),
+    # data and models: loaders, DP-SGD/DP-SGLD training, private learning
+    ("data", "training", "learning"),
+    # scores, sets and intervals: conformal prediction, private confidence intervals
+    ("conformal", "inference"),
+    # evaluation and the package's own face
+    ("metrics", "plotting", "dpuq"),
     # applications
     ("experiments",),
+    # command line
     ("commands",),
+    # entry point
     ("cli",),
 )
 
@@ -242,10 +253,54 @@ def test_the_checks_can_fail_on_a_synthetic_graph():
     assert find_cycles({"dpuq.a": {"dpuq.b"}, "dpuq.b": set()}) == []
     upward = {"dpuq.mechanisms.x": {"dpuq.conformal.y"}, "dpuq.conformal.y": set()}
     assert upward_layer_imports(upward) == [
-        "dpuq.mechanisms.x (layer 1) -> dpuq.conformal.y (layer 3)"
+        "dpuq.mechanisms.x (layer 2) -> dpuq.conformal.y (layer 6)"
     ]
     with pytest.raises(KeyError, match="no layer"):
         layer_of("dpuq.unheard_of")
+
+
+def test_an_upward_function_level_import_is_flagged(tmp_path):
+    """Negative control on files: the layering check reads an import hidden in a function
+    (as ``scale.partitions`` once imported the conformal estimators) and flags it."""
+    pkg = tmp_path / "dpuq"
+    for sub in ("scale", "conformal"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "conformal" / "est.py").write_text("from dpuq.scale import blocks\n")
+    (pkg / "scale" / "blocks.py").write_text(
+        "def score(model):\n    from dpuq.conformal.est import Est\n    return Est\n"
+    )
+    g = import_graph(tmp_path, "dpuq")
+    assert g["dpuq.scale.blocks"] == {"dpuq.conformal.est"}
+    assert upward_layer_imports(g) == [
+        "dpuq.scale.blocks (layer 4) -> dpuq.conformal.est (layer 6)"
+    ]
+    assert find_cycles(g) == [["dpuq.conformal.est", "dpuq.scale.blocks", "dpuq.conformal.est"]]
+    # the same package with the arrow turned round (the method hands scale a function) passes
+    (pkg / "scale" / "blocks.py").write_text("def score(block_fn, x):\n    return block_fn(x)\n")
+    g = import_graph(tmp_path, "dpuq")
+    assert upward_layer_imports(g) == [] and find_cycles(g) == []
+
+
+def test_every_package_has_a_layer_and_the_page_lists_the_same_layers(graph):
+    """Each first name under dpuq sits in exactly one layer, and the table on
+    docs/architecture.md ("Layers") lists the same names in the same order."""
+    import re
+
+    keys = {m.split(".")[1] if "." in m else "dpuq" for m in graph}
+    named = [k for layer in LAYERS for k in layer]
+    assert len(named) == len(set(named)), "a name sits in two layers"
+    assert keys <= set(named), sorted(keys - set(named))
+    page = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d+) [^|]*\| ([^|]*)\|", section, flags=re.M)
+    assert [int(r[0]) for r in rows] == list(range(len(LAYERS)))
+    for (_, cell), layer in zip(rows, LAYERS, strict=True):
+        listed = re.findall(r"`([\w.]+?)/?`", cell)
+        names = [n.split(".")[-1] if n.startswith("dpuq.") else n.split(".")[0] for n in listed]
+        names = ["dpuq" if n in ("dpuq", "__init__") else n for n in names]
+        assert names == list(layer), (cell, layer)
 
 
 def test_function_level_and_relative_imports_are_read(tmp_path):

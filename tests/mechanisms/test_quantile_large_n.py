@@ -13,7 +13,8 @@ from dpuq._bin_simulation import (
     _simulated_uniforms,
     _WindowedUniforms,
 )
-from dpuq.planning import _bin_grid, _gamma_star, _level
+from dpuq.planning.bins import _bin_grid
+from dpuq.planning.levels import _gamma_star, _level
 
 
 def plan_for(n, alpha, eps):

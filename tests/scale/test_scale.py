@@ -194,9 +194,9 @@ def test_every_interval_dask_equals_memory(client, statistic, method, kw):
 
 
 def test_trimmed_mean_selection_is_exact_with_ties_and_negatives():
+    from dpuq.inference._dask import DaskIntervalData
     from dpuq.inference._data import parse_statistic
     from dpuq.inference._tiles import ArrayData, exact_statistic
-    from dpuq.scale.intervals import DaskIntervalData
 
     rng = np.random.default_rng(9)
     x = np.round(rng.normal(size=5_000), 1)  # many ties, both signs, -0.0 and 0.0
@@ -244,7 +244,7 @@ def test_classifier_conformalize_on_dask_equals_memory(client):
         got = dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=3, **kw)
         got.conformalize(da.from_array(Xc, chunks=(700, 3)), da.from_array(yc, chunks=700))
         assert got.calibration_ == ref.calibration_, kw
-    scores = dpuq.scale.score_partitions(
+    scores = dpuq.score_partitions(
         model, da.from_array(Xc, chunks=(500, 3)), da.from_array(yc, chunks=500)
     )
     np.testing.assert_array_equal(scores.compute(), dpuq.lac_scores(model.predict_proba(Xc), yc))
@@ -276,6 +276,59 @@ def test_regressor_conformalize_on_dask_equals_memory(client):
         dpuq.PrivateConformalRegressor(model, **kw).conformalize(
             da.from_array(X, chunks=(800, 2)), da.from_array(y, chunks=800)
         )
+
+
+def test_dask_conformalize_refuses_malformed_input_before_the_charge(client, tmp_path):
+    """Regression: on Dask input the estimators charged the ledger before the lazy scores and
+    labels were computed, so a malformed label cost ε on Dask but not in memory. Now one
+    chunk-wise validation pass runs before the charge: the same error, nothing spent."""
+    sklearn = pytest.importorskip("sklearn.linear_model")
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(2_600, 2))
+    y = (X[:, 0] > 0).astype(int)
+    model = sklearn.LogisticRegression().fit(X[:600], y[:600])
+    Xc, yc = X[600:], y[600:].copy()
+    yc[1_500] = 5  # not a class, in the third of five row blocks
+    ledger = dpuq.Ledger(tmp_path / "ledger.sqlite")
+    ledger.create_budget("cal", epsilon=10.0)
+
+    def lazy(*arrays):
+        return [da.from_array(a, chunks=(400, *a.shape[1:])) for a in arrays]
+
+    def refused(make, args) -> str:
+        with pytest.raises(ValueError) as err:
+            make().conformalize(*args, ledger=ledger, dataset="cal")
+        assert ledger.status("cal").spent_epsilon == 0.0  # nothing charged
+        return str(err.value)
+
+    for kw in ({}, {"class_conditional": True}, {"confidence_level": [0.8, 0.9]}):
+
+        def clf(kw=kw):
+            return dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=0, **kw)
+
+        in_memory = refused(clf, (Xc, yc))
+        assert refused(clf, lazy(Xc, yc)) == in_memory, kw
+        assert "5" not in in_memory.replace("0..", "")  # the bad value is not shown
+    # regressor: a group outside 0..n_groups-1, and a non-finite outcome
+    Xr, yr = X[600:], X[600:] @ np.array([1.0, -1.0])
+    groups = (Xr[:, 1] > 0).astype(int)
+    groups[900] = 2
+
+    def reg():
+        return dpuq.PrivateConformalRegressor(
+            lambda a: a @ np.array([1.0, -1.0]), epsilon=1.0, bound=3.0, n_groups=2
+        )
+
+    in_memory = refused(reg, (Xr, yr, groups))
+    assert refused(reg, lazy(Xr, yr, groups)) == in_memory
+    y_nan = yr.copy()
+    y_nan[1_234] = np.nan
+    refused(lambda: dpuq.PrivateConformalRegressor(lambda a: a[:, 0], epsilon=1.0, bound=3.0),
+            lazy(Xr, y_nan))  # fmt: skip
+    # positive control: well-formed Dask input is released and charged once
+    good = dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=0)
+    good.conformalize(*lazy(Xc, y[600:]), ledger=ledger, dataset="cal")
+    assert ledger.status("cal").spent_epsilon == pytest.approx(1.0)
 
 
 def test_calibrate_by_class_on_dask_equals_memory_and_validates(client):

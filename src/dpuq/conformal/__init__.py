@@ -10,6 +10,7 @@ from dpuq.conformal.calibration import (
 )
 from dpuq.conformal.class_conditional import ClassConditionalCalibration, calibrate_by_class
 from dpuq.conformal.logits import LogitsModel, softmax
+from dpuq.conformal.partitions import score_partitions
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -56,6 +57,7 @@ __all__ = [
     "residual_normalised_intervals",
     "residual_normalised_scores",
     "risk_control",
+    "score_partitions",
     "softmax",
     "split_conformal_threshold",
     "top_k_scores",

@@ -165,6 +165,77 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             ledger=CALLER_CHARGED,
         )
 
+    def _charge_and_release(
+        self,
+        scores,
+        labels,
+        n_labels,
+        alpha,
+        epsilon,
+        rng,
+        *,
+        ledger,
+        dataset,
+        what,
+        settings,
+        labels_name="labels",
+    ):
+        """Validate lazy input, charge the ledger, then release: the steps both estimators
+        share.
+
+        ``labels`` None: one marginal threshold (:func:`dpuq.calibrate`, one or several
+        levels); otherwise one threshold per class or group (:func:`dpuq.calibrate_by_class`
+        with ``n_labels`` classes). The caller has checked every setting and every in-memory
+        input; lazy (Dask) scores and labels are checked here, chunk-wise, before the charge
+        (:func:`dpuq.scale._dask.validate_lazy`): a malformed label costs no ε on Dask either.
+        Returns the release and the ledger's receipt.
+        """
+        from dpuq.conformal.class_conditional import calibrate_by_class
+        from dpuq.ledger import CALLER_CHARGED, charge
+        from dpuq.scale.sources import is_dask_collection
+
+        if is_dask_collection(scores):
+            from dpuq.scale._dask import validate_lazy
+
+            validate_lazy(scores, labels, n_labels, labels_name=labels_name)
+        receipt = charge(
+            ledger,
+            dataset,
+            epsilon,
+            what=what,
+            seeded=self.random_state is not None,
+            settings=settings,
+        )
+        if labels is None:
+            return self._release(scores, alpha, epsilon, rng), receipt
+        cal = calibrate_by_class(
+            scores,
+            labels,
+            n_labels,
+            alpha=alpha,
+            epsilon=epsilon,
+            n_bins=self.n_bins,
+            random_state=rng,
+            ledger=CALLER_CHARGED,
+        )
+        return cal, receipt
+
+    def _store_release(self, cal, report, receipt, what: str) -> None:
+        """Keep the release (with its final privacy report) and its paper trail: the fitted
+        attributes ``calibration_``, ``threshold_`` (an array for several levels, classes or
+        groups), ``privacy_report_``, ``n_calibration_`` and ``release_trail_``."""
+        import dataclasses
+
+        self.calibration_ = dataclasses.replace(cal, privacy_report=report)
+        self.threshold_ = (
+            self.calibration_.threshold_array()
+            if hasattr(self.calibration_, "threshold_array")
+            else self.calibration_.threshold
+        )
+        self.privacy_report_ = report
+        self.n_calibration_ = self.calibration_.n
+        self._record_trail(receipt, what)
+
     def _model(self):
         """The model in use: the trained clone ``estimator_`` if ``fit`` made one."""
         return getattr(self, "estimator_", self.estimator)

@@ -1,4 +1,7 @@
-"""Calibration: the private threshold and the exact non-private split-conformal baseline.
+"""Calibration: the private conformal threshold (:func:`calibrate`) and its released record.
+
+The exact non-private split-conformal baseline is in :mod:`dpuq.conformal.split`, the paper's
+coverage upper bound (Theorem 3) in :mod:`dpuq.planning.levels`; both are importable from here.
 
 Privacy of :func:`calibrate`: ε-DP (δ = 0) under replace-one with ``n`` public; it releases one
 draw of the binned private quantile (:mod:`dpuq.mechanisms.quantile`) at a data-independent
@@ -13,18 +16,14 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 
 from dpuq._validation import (
-    _as_float,
     check_alpha,
-    check_array_1d,
     check_epsilon,
     check_in_open_unit,
     check_n_bins,
-    check_positive_int,
     check_scores,
 )
 from dpuq.conformal.multilevel import (
@@ -33,20 +32,24 @@ from dpuq.conformal.multilevel import (
     check_alphas,
     joint_plan,
 )
+from dpuq.conformal.split import (  # noqa: F401 (old import path of both)
+    _order_statistic_rank,
+    split_conformal_threshold,
+)
 from dpuq.ledger import CALLER_CHARGED, charge, release_trail
 from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, private_quantile_from_counts
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.planning import (
+from dpuq.planning.bins import auto_n_bins
+from dpuq.planning.levels import (
     _cert,
     _certified_rho,
     _check_method,
     _gamma_star,
     _level,
     _level_from_rho,
-    auto_n_bins,
-    min_calibration_size,
-    min_epsilon,
+    coverage_upper_bound,
 )
+from dpuq.planning.sizes import min_calibration_size, min_epsilon
 from dpuq.report import PrivacyReport, Relation
 from dpuq.scale.sources import as_score_source
 
@@ -420,71 +423,3 @@ def _calibrate_joint(scores, alpha, epsilon, n_bins, gamma, method, random_state
     for note in cal.privacy_report.notes:
         warnings.warn(note, UninformativeReleaseWarning, stacklevel=3)
     return cal
-
-
-def _order_statistic_rank(n: int, alpha: float) -> int:
-    """``ceil((n+1)(1-alpha))`` in exact rational arithmetic, alpha read as its decimal repr."""
-    a = Fraction(repr(float(alpha)))
-    return math.ceil((n + 1) * (1 - a))
-
-
-def split_conformal_threshold(scores, alpha: float) -> float:
-    """Non-private split-conformal threshold: the ``ceil((n+1)(1-alpha))``-th smallest score.
-
-    The rank is computed in exact rational arithmetic (``alpha`` read as the decimal it
-    prints as), so it is never off by one through float rounding. If the rank exceeds ``n``
-    the threshold is ``+inf`` (full sets). Not private: a baseline.
-
-    Parameters
-    ----------
-    scores : array-like of shape (n,)
-        Finite calibration scores (any real range).
-    alpha : float
-        Miscoverage level in (0, 1).
-
-    Examples
-    --------
-    >>> split_conformal_threshold([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], 0.3)
-    0.7
-    >>> split_conformal_threshold([0.1, 0.2], 0.1)
-    inf
-    """
-    s = check_array_1d(scores, "scores")
-    alpha = check_alpha(alpha, upper=1.0 - 1e-15)
-    k = _order_statistic_rank(s.size, alpha)
-    if k > s.size:
-        return math.inf
-    return float(np.partition(s, k - 1)[k - 1])
-
-
-def coverage_upper_bound(
-    n: int, alpha: float, epsilon: float, n_bins: int, gamma: float, p_max: float
-) -> float:
-    """Theorem 3's upper bound on the coverage of the private sets (Angelopoulos et al.).
-
-    ``1 − (1−γ)α + (1−γα)(2 p_max + 2(1 + max(q̃/(1−q̃), 1)) log(m/(γα)) / ((n+1) ε))``,
-    with ``p_max`` the largest probability of one bin under the score distribution.
-    Returns ``inf`` when ``q̃ >= 1``.
-
-    Examples
-    --------
-    >>> round(coverage_upper_bound(1000, 0.1, 8.0, 100, 0.1, 0.01), 4)
-    0.9558
-    """
-    n = check_positive_int(n, "n")
-    alpha = check_alpha(alpha)
-    epsilon = check_epsilon(epsilon)
-    m = check_n_bins(n_bins)
-    gamma = check_in_open_unit(gamma, "gamma")
-    if not (0.0 <= _as_float(p_max, "p_max") <= 1.0):
-        raise ValueError(f"p_max must be in [0, 1], got {p_max!r}")
-    q = _level(n, alpha, epsilon, m, gamma)
-    if q >= 1.0:
-        return math.inf
-    log_term = math.log(m / (gamma * alpha))
-    return (
-        1
-        - (1 - gamma) * alpha
-        + (1 - gamma * alpha)
-        * (2 * p_max + 2 * (1 + max(q / (1 - q), 1.0)) * log_term / ((n + 1) * epsilon))
-    )

@@ -261,8 +261,8 @@ def _smallest_ranks(sums: _PrefixSums, n0: int, n1: int, a: float, pad: int, pre
 def _rank_star(n: int, alpha: float, epsilon_class: float, m: int, pad: int) -> int:
     """``ρ*(n)`` alone, by bisection on integers, for the bin search only (the mechanism's
     schedule comes from :func:`class_rank_schedule`). Uses the certified method's rounded-down
-    certificate (:func:`dpuq.planning._cert`, ranks 1..n) plus the top-rank term."""
-    from dpuq.planning import _cert
+    certificate (:func:`dpuq.planning.levels._cert`, ranks 1..n) plus the top-rank term."""
+    from dpuq.planning.levels import _cert
 
     def ok(r: int) -> bool:
         top = float(_g(r - n, epsilon_class, m)) / (n + 1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -13,17 +12,10 @@ from dpuq.conformal._base import (
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
 )
-from dpuq.conformal.calibration import PrivateCalibration
-from dpuq.conformal.class_conditional import (
-    ClassConditionalCalibration,
-    calibrate_by_class,
-    class_prediction_sets,
-)
+from dpuq.conformal.class_conditional import class_prediction_sets
 from dpuq.conformal.scores import score_function
 from dpuq.conformal.sets import prediction_sets
-from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.randomness import RandomState
-from dpuq.report import PrivacyReport
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateConformalClassifier"]
@@ -204,6 +196,44 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         elif y is not None:
             self.classes_ = np.unique(np.asarray(y))
 
+    def _dask_scores(self, X, y, *, rng=None, labels: bool = False):
+        """Scores on Dask ``X``, ``y``: lazy, one task per row block, never gathered.
+
+        This estimator hands its block scoring function to :func:`dpuq.scale._dask.map_scores`
+        (the scale layer knows no estimator). Randomised APS/RAPS draw their per-point ``U``
+        on the workers: a seed is drawn from ``rng`` on the client
+        (:func:`dpuq.mechanisms.randomness.derive_seed`, where the in-memory scoring draws it),
+        and each row block draws its rows' uniforms from it
+        (:func:`~dpuq.mechanisms.randomness.row_uniforms`), equal to the in-memory draws.
+        ``labels=True`` also returns the lazy class indices (class-conditional calibration).
+        """
+        from dpuq.mechanisms.randomness import derive_seed, row_uniforms
+        from dpuq.scale._dask import map_scores
+
+        params = dict(self.score_params or {})
+        randomized = params.get("randomized", self.conformity_score in ("aps", "raps"))
+        if not hasattr(self, "classes_"):
+            self._set_classes()
+        if not hasattr(self, "classes_"):
+            raise ValueError(
+                "the classes are unknown: call fit(X, y) first or use an estimator with classes_"
+            )
+        seed = derive_seed(self._rng() if rng is None else rng) if randomized else None
+
+        def block_scores(xb: np.ndarray, yb: np.ndarray, start: int) -> np.ndarray:
+            if xb.shape[0] == 0:
+                return np.empty(0)
+            u = None if seed is None else row_uniforms(seed, start, start + xb.shape[0])
+            return self._score_matrix(self._proba(xb), self._label_index(yb), uniforms=u)
+
+        def block_labels(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+            return self._label_index(yb).astype(np.int64)
+
+        scores = map_scores(block_scores, X, y, with_offset=True)
+        if not labels:
+            return scores
+        return scores, map_scores(block_labels, X, y, dtype=np.int64)
+
     # ------------------------------------------------------------------ API
     def fit(self, X, y) -> PrivateConformalClassifier:
         """Train the estimator on training data when ``prefit=False``; returns self."""
@@ -249,24 +279,27 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         self._warn_if_released(epsilon)
         rng = self._rng()  # one fresh generator per release, never stored
         if is_dask_collection(X_cal):  # scores (and labels) computed on the workers
-            from dpuq.scale._dask import classifier_scores
-
             self._set_classes()
             if self.class_conditional:
-                scores, labels = classifier_scores(self, X_cal, y_cal, rng=rng, labels=True)
+                scores, labels = self._dask_scores(X_cal, y_cal, rng=rng, labels=True)
             else:
-                scores, labels = classifier_scores(self, X_cal, y_cal, rng=rng), None
+                scores, labels = self._dask_scores(X_cal, y_cal, rng=rng), None
         else:
             scores, labels = self._calibration_scores(X_cal, y_cal, rng)
         what = "PrivateConformalClassifier.conformalize"
         if labels is not None and self.class_conditional and not is_dask_collection(labels):
             check_labels(labels, len(self.classes_), labels.size, "y_cal")
-        receipt = charge(
-            ledger,
-            dataset,
+        cal, receipt = self._charge_and_release(
+            scores,
+            labels if self.class_conditional else None,
+            len(self.classes_),
+            alpha,
             epsilon,
+            rng,
+            ledger=ledger,
+            dataset=dataset,
             what=what,
-            seeded=self.random_state is not None,
+            labels_name="y_cal",
             settings={
                 "alpha": alpha,
                 "n": int(np.shape(scores)[0]) if labels is not None else None,
@@ -275,30 +308,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
                 "class_conditional": bool(self.class_conditional),
             },
         )
-        if self.class_conditional:
-            cal = calibrate_by_class(
-                scores,
-                labels,
-                len(self.classes_),
-                alpha=alpha,
-                epsilon=epsilon,
-                n_bins=self.n_bins,
-                random_state=rng,
-                ledger=CALLER_CHARGED,
-            )
-        else:
-            cal = self._release(scores, alpha, epsilon, rng)
-        self.calibration_: PrivateCalibration | ClassConditionalCalibration = dataclasses.replace(
-            cal, privacy_report=self._seeded(cal.privacy_report)
-        )
-        self.threshold_ = (
-            self.calibration_.threshold_array()
-            if self.class_conditional
-            else self.calibration_.threshold
-        )
-        self.privacy_report_: PrivacyReport = self.calibration_.privacy_report
-        self.n_calibration_ = self.calibration_.n
-        self._record_trail(receipt, what)
+        self._store_release(cal, self._seeded(cal.privacy_report), receipt, what)
         return self
 
     def predict_proba(self, X) -> np.ndarray:

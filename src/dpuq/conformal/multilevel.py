@@ -28,7 +28,8 @@ from dpuq.mechanisms.joint_quantiles import (
 )
 from dpuq.mechanisms.quantile import bin_edges
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.planning import _cert, _certified_rho, _level_from_rho, auto_n_bins
+from dpuq.planning.bins import auto_n_bins
+from dpuq.planning.levels import _cert, _certified_rho, _level_from_rho
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = ["MultiLevelCalibration", "calibrate_levels", "check_alphas", "joint_plan"]

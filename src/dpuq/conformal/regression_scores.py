@@ -77,11 +77,7 @@ def check_quantile_predictions(y_quantiles, name: str = "quantile predictions") 
     q = as_real_array(y_quantiles, name)
     if q.ndim != 2 or q.shape[1] != 2:
         raise ValueError(f"{name} must have shape (n, 2) (lower, upper), got {q.shape}")
-    if q.shape[0] == 0:
-        raise ValueError(f"{name} is empty")
-    bad = int(np.count_nonzero(~np.isfinite(q)))
-    if bad:
-        raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")  # no count: data
+    check_array_1d(q.ravel(), name)  # non-empty and finite (its errors, no count: data)
     return q
 
 

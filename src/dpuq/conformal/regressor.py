@@ -14,8 +14,8 @@ from dpuq.conformal._base import (
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
 )
-from dpuq.conformal.calibration import PrivateCalibration, UninformativeReleaseWarning
-from dpuq.conformal.class_conditional import calibrate_by_class, check_groups, grouped_intervals
+from dpuq.conformal.calibration import UninformativeReleaseWarning
+from dpuq.conformal.class_conditional import check_groups, grouped_intervals
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -24,9 +24,7 @@ from dpuq.conformal.regression_scores import (
     cqr_intervals,
     cqr_scores,
 )
-from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.randomness import RandomState
-from dpuq.report import PrivacyReport
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateConformalRegressor"]
@@ -202,6 +200,23 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             self._call(self._model(), X), "estimator's quantile predictions"
         )
 
+    def _dask_scores(self, X, y):
+        """Scores on Dask ``X``, ``y``: lazy, one task per row block, never gathered (this
+        estimator hands its block scoring function to :func:`dpuq.scale._dask.map_scores`)."""
+        from dpuq.scale._dask import map_scores
+
+        _, _, bound = self._check_params()
+
+        def block_scores(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+            if xb.shape[0] == 0:
+                return np.empty(0)
+            yv = np.asarray(yb, dtype=float)
+            if self.conformity_score == "absolute":
+                return absolute_residual_scores(self._point(xb), yv, bound=bound)
+            return cqr_scores(self._quantiles(xb), yv, bound=bound)
+
+        return map_scores(block_scores, X, y)
+
     # ------------------------------------------------------------------ API
     def fit(self, X, y) -> PrivateConformalRegressor:
         """Train the estimator(s) on training data when ``prefit=False``; returns self."""
@@ -226,11 +241,14 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         is drawn, or the release is refused.
         """
         epsilon, alpha, bound = self._check_params()
-        if self.n_groups is not None and groups is not None and self.method != "certified":
-            raise ValueError(  # a settings error, refused before any charge
-                "n_groups uses the certified rank method; "
-                f"method={self.method!r} is not available for it"
-            )
+        if self.n_groups is not None and groups is not None:  # settings errors before any charge
+            if isinstance(alpha, list):
+                raise ValueError("n_groups takes one confidence_level, not several")
+            if self.method != "certified":
+                raise ValueError(
+                    "n_groups uses the certified rank method; "
+                    f"method={self.method!r} is not available for it"
+                )
         self._check_bins()
         self._warn_if_released(epsilon)
         y = None if is_dask_collection(X_cal) else check_array_1d(y_cal, "y_cal")
@@ -243,9 +261,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 raise TypeError("groups must be a Dask collection when X_cal is one")
             group_index = groups
         if y is None:  # Dask input: scores computed on the workers, never gathered
-            from dpuq.scale._dask import regressor_scores
-
-            scores = regressor_scores(self, X_cal, y_cal)
+            scores = self._dask_scores(X_cal, y_cal)
             described = _DESCRIBED[self.conformity_score]
         elif self.conformity_score == "absolute":
             pred = self._point(X_cal)
@@ -261,12 +277,17 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             described = _DESCRIBED["cqr"]
         rng = self._rng()  # one fresh generator per release, never stored
         what = "PrivateConformalRegressor.conformalize"
-        receipt = charge(
-            ledger,
-            dataset,
+        cal, receipt = self._charge_and_release(
+            scores,
+            group_index,
+            self.n_groups,
+            alpha,
             epsilon,
+            rng,
+            ledger=ledger,
+            dataset=dataset,
             what=what,
-            seeded=self.random_state is not None,
+            labels_name="groups",
             settings={
                 "alpha": alpha,
                 "n": None if y is None else int(y.size),
@@ -276,38 +297,10 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 "n_groups": self.n_groups,
             },
         )
-        if group_index is None:
-            cal = self._release(scores, alpha, epsilon, rng)
-        else:
-            if isinstance(alpha, list):
-                raise ValueError("n_groups takes one confidence_level, not several")
-            if self.method != "certified":
-                raise ValueError(
-                    "n_groups uses the certified rank method; "
-                    f"method={self.method!r} is not available for it"
-                )
-            cal = calibrate_by_class(
-                scores,
-                group_index,
-                self.n_groups,
-                alpha=alpha,
-                epsilon=epsilon,
-                n_bins=self.n_bins,
-                random_state=rng,
-                ledger=CALLER_CHARGED,
-            )
         details = dict(cal.privacy_report.details)
         details.update({"score": described, "bound (public)": bound})
         report = self._seeded(dataclasses.replace(cal.privacy_report, details=details))
-        self.calibration_: PrivateCalibration = dataclasses.replace(cal, privacy_report=report)
-        self.threshold_ = (
-            self.calibration_.threshold
-            if group_index is None
-            else self.calibration_.threshold_array()
-        )
-        self.privacy_report_: PrivacyReport = report
-        self.n_calibration_ = self.calibration_.n
-        self._record_trail(receipt, what)
+        self._store_release(cal, report, receipt, what)
         self.bound_ = bound
         self.score_ = self.conformity_score
         whole = np.asarray(self.threshold_) >= 1.0

@@ -4,7 +4,7 @@ The private intervals depend on the data through a few statistics: the mean and 
 variance, and, per disjoint subset of the bag of little bootstraps, the subset's sorted values
 and the weighted moments of its resamples. This module defines each of them on a fixed public
 grid of blocks, so that the same numbers come out whether the data are one NumPy array or a
-chunked Dask array (:mod:`dpuq.scale.intervals`), bit for bit:
+chunked Dask array (:mod:`dpuq.inference._dask`), bit for bit:
 
 - sums are taken per block of :data:`BLOCK` consecutive values (NumPy's own sum) and the block
   sums are added exactly (``math.fsum``), so they do not depend on how a Dask array is chunked

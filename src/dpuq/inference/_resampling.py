@@ -99,7 +99,7 @@ class Resamples:
 
         Products of the weights with the stacked ``[x, x^2]``.
         Computed tile by tile (:func:`dpuq.inference._blocks.tile_moments`), so that the Dask
-        path (:mod:`dpuq.scale.intervals`) gets the same numbers bit for bit.
+        path (:mod:`dpuq.inference._dask`) gets the same numbers bit for bit.
         """
         m = self.xs.shape[1]
         subsets = self.subsets()

@@ -12,7 +12,7 @@ inside one weight group) with randomness derived per piece
 - the weights of weight group ``g`` come from ``(weight_seed, g)``;
 - the simulated noise of the tile starting at subset ``lo`` comes from ``(noise_seed, lo)``.
 
-The in-memory path (:class:`ArrayData`) and the Dask path (:mod:`dpuq.scale.intervals`) call
+The in-memory path (:class:`ArrayData`) and the Dask path (:mod:`dpuq.inference._dask`) call
 the same kernels on the same tiles with the same generators, so a release on a Dask array
 equals the in-memory one for the same ``random_state``; on Dask, the kernels run on the
 workers and only the per-subset results (``s`` numbers, or ``s`` short histograms) reach the

@@ -154,8 +154,8 @@ def normal_approximation_interval(
     eps = check_epsilon(epsilon)
     share = check_in_open_unit(variance_share, "variance_share")
     e_var, e_mean = share * eps, (1.0 - share) * eps
-    if is_dask_collection(x):  # sums on the workers (dpuq.scale.intervals)
-        from dpuq.scale.intervals import dask_interval_data
+    if is_dask_collection(x):  # sums on the workers (dpuq.inference._dask)
+        from dpuq.inference._dask import dask_interval_data
 
         data = dask_interval_data(x, bounds, clip=clip, statistic="mean", method="ensemble")
     else:

@@ -188,7 +188,7 @@ def _prepare(x, bounds, epsilon, statistic, trim, clip, method="ensemble"):
     eps = check_epsilon(epsilon)
     stat = parse_statistic(statistic, trim)
     if is_dask_collection(x):  # validated chunk-wise; per-subset work on the workers
-        from dpuq.scale.intervals import dask_interval_data
+        from dpuq.inference._dask import dask_interval_data
 
         data = dask_interval_data(x, bounds, clip=clip, statistic=stat.name, method=method)
     else:

@@ -171,9 +171,9 @@ def _report(stat_name: str, epsilon: float, sensitivity: str, **details) -> Priv
 
 def _checked(x, bounds, clip: bool = False):
     """Validated data: a NumPy array, or for a Dask collection the chunk-wise data object of
-    :mod:`dpuq.scale.intervals` (sums, counts and order statistics on the workers)."""
+    :mod:`dpuq.inference._dask` (sums, counts and order statistics on the workers)."""
     if is_dask_collection(x):
-        from dpuq.scale.intervals import dask_interval_data
+        from dpuq.inference._dask import dask_interval_data
 
         return dask_interval_data(x, bounds, clip=clip, statistic="mean", method="ensemble")
     return check_data(x, bounds, clip=clip)[0]
@@ -225,7 +225,7 @@ def release_point_estimate(
         sens = (b - a) / (n - 2 * k)
         text = f"R/(n - 2k) = {sens:.6g} (k = {k} dropped at each end)"
     scale = laplace_scale(sens, epsilon)
-    if stat.name == "mean":  # on the block grid, like the Dask path (dpuq.scale.intervals)
+    if stat.name == "mean":  # on the block grid, like the Dask path (dpuq.inference._dask)
         exact = blocked_mean_variance(x)[0] if exact is None else exact
     elif exact is None:  # order statistics, then block sums: as on Dask (dpuq.inference._tiles)
         exact = exact_statistic(ArrayData(x), stat, None)

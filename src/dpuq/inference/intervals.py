@@ -124,7 +124,7 @@ def private_confidence_interval(
         ``"ensemble"`` and ``"ensemble_cdf"``) is validated and summarised on the workers,
         where the per-subset bootstrap also runs; the client receives sums, counts and one
         result per subset, and the release equals the in-memory one for the same
-        ``random_state`` (:mod:`dpuq.scale.intervals`).
+        ``random_state`` (:mod:`dpuq.inference._dask`).
     alpha : float
         Miscoverage, in (0, 1).
     epsilon : float
@@ -218,8 +218,8 @@ def private_confidence_interval(
     a = check_in_open_unit(alpha, "alpha")
     e_est, e_cdf = _split_budget(epsilon, 0.5 if estimate_share is None else estimate_share)
     stat = parse_statistic(statistic, trim)
-    if is_dask_collection(x):  # validated and summarised chunk-wise (dpuq.scale.intervals)
-        from dpuq.scale.intervals import dask_interval_data
+    if is_dask_collection(x):  # validated and summarised chunk-wise (dpuq.inference._dask)
+        from dpuq.inference._dask import dask_interval_data
 
         data = dask_interval_data(x, bounds, clip=clip, statistic=stat.name, method=method)
     else:

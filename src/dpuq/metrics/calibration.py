@@ -49,6 +49,15 @@ def _equal_width_bins(values: np.ndarray, n_bins: int) -> np.ndarray:
     return np.clip(idx, 0, n_bins - 1)  # value 0 -> bin 0; values are already in [0, 1]
 
 
+def _top_label(probs, labels, n_bins):
+    """Checked inputs to the top-label confidence ``max_k p_k(x)``, whether the top label is
+    right (0/1), the confidence's equal-width bin, and the number of bins."""
+    p, y, m = _check(probs, labels, n_bins)
+    conf = p.max(axis=1)
+    correct = (p.argmax(axis=1) == y).astype(float)
+    return conf, correct, _equal_width_bins(conf, m), m
+
+
 class ReliabilityCurve(NamedTuple):
     """Top-label reliability per equal-width bin.
 
@@ -92,10 +101,7 @@ def reliability_curve(probs, labels, n_bins: int = 15) -> ReliabilityCurve:
     >>> curve.counts.tolist(), curve.accuracy.tolist()
     ([0, 3], [nan, 0.6666666666666666])
     """
-    p, y, m = _check(probs, labels, n_bins)
-    conf = p.max(axis=1)
-    correct = (p.argmax(axis=1) == y).astype(float)
-    b = _equal_width_bins(conf, m)
+    conf, correct, b, m = _top_label(probs, labels, n_bins)
     counts = np.bincount(b, minlength=m)
     sum_conf = np.bincount(b, weights=conf, minlength=m)
     sum_acc = np.bincount(b, weights=correct, minlength=m)
@@ -133,12 +139,9 @@ def expected_calibration_error(probs, labels, n_bins: int = 15) -> float:
     >>> expected_calibration_error([[0.9, 0.1], [0.1, 0.9]], [0, 0], n_bins=2)
     0.4
     """
-    p, y, m = _check(probs, labels, n_bins)
-    conf = p.max(axis=1)
-    correct = (p.argmax(axis=1) == y).astype(float)
-    b = _equal_width_bins(conf, m)
+    conf, correct, b, m = _top_label(probs, labels, n_bins)
     gap = np.bincount(b, weights=correct - conf, minlength=m)  # n_b (acc_b - conf_b)
-    return float(np.abs(gap).sum() / p.shape[0])
+    return float(np.abs(gap).sum() / conf.size)
 
 
 def static_calibration_error(probs, labels, n_bins: int = 15) -> float:

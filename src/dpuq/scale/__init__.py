@@ -8,6 +8,10 @@ array equals the release from the same numbers in memory for the same ``random_s
 
 Importing :mod:`dpuq` or this package never imports Dask; the Dask back end
 (:mod:`dpuq.scale._dask`) is loaded when a Dask collection is first passed in.
+
+The methods call this package, never the reverse: the conformal estimators hand it their
+block scoring functions (:func:`dpuq.score_partitions`, in :mod:`dpuq.conformal.partitions`),
+and the Dask path of the confidence intervals lives with them (:mod:`dpuq.inference._dask`).
 """
 
 from __future__ import annotations
@@ -21,14 +25,5 @@ __all__ = [
     "as_score_source",
     "is_dask_collection",
     "merge_summaries",
-    "score_partitions",
     "summarize_chunk",
 ]
-
-
-def score_partitions(model, X, y, *, score: str | None = None, **score_params):
-    """Calibration scores mapped over the row blocks of Dask ``X`` and ``y``; see
-    :func:`dpuq.scale.partitions.score_partitions`."""
-    from dpuq.scale.partitions import score_partitions as _score_partitions
-
-    return _score_partitions(model, X, y, score=score, **score_params)

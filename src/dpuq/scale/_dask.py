@@ -25,6 +25,7 @@ from dpuq.scale.counts import (
     ScoreSummary,
     _ScoreSource,
     check_numeric_dtype,
+    check_score_flags,
     merge_summaries,
     summarize_chunk,
 )
@@ -32,12 +33,11 @@ from dpuq.scale.counts import (
 __all__ = [
     "DaskClassCounts",
     "DaskScores",
-    "classifier_scores",
     "dask_error_counts",
     "map_scores",
-    "regressor_scores",
     "to_dask_array",
     "tree_reduce",
+    "validate_lazy",
 ]
 
 #: Fan-in of the tree reductions: partial results merged at most this many at a time.
@@ -121,6 +121,9 @@ class DaskScores(_ScoreSource):
 
 
 # ------------------------------------------------------------------ scoring on the workers
+# The conformal estimators hand their per-block scoring function to ``map_scores``
+# (``PrivateConformalClassifier._dask_scores``, ``PrivateConformalRegressor._dask_scores``):
+# this module knows no estimator and no score.
 def _aligned(X, y, name_x: str, name_y: str):
     Xa = to_dask_array(X, name_x)
     if Xa.ndim == 1:
@@ -134,39 +137,6 @@ def _aligned(X, y, name_x: str, name_y: str):
         Xa = Xa.rechunk({1: -1})
     ya = ya.rechunk((Xa.chunks[0],))
     return Xa, ya
-
-
-def classifier_scores(est, X, y, *, rng=None, labels: bool = False):
-    """Scores of a :class:`~dpuq.conformal.PrivateConformalClassifier` on Dask ``X``, ``y``
-    (lazy, one task per row block); see :func:`dpuq.scale.partitions.score_partitions`.
-
-    Randomised APS/RAPS draw their per-point ``U`` on the workers: a seed is drawn from ``rng``
-    on the client (:func:`dpuq.mechanisms.randomness.derive_seed`, where the in-memory scoring
-    draws it), and each row block draws its rows' uniforms from it
-    (:func:`~dpuq.mechanisms.randomness.row_uniforms`), equal to the in-memory draws.
-    ``labels=True`` also returns the lazy class indices (class-conditional calibration).
-    """
-    from dpuq.mechanisms.randomness import derive_seed
-
-    params = dict(est.score_params or {})
-    randomized = params.get("randomized", est.conformity_score in ("aps", "raps"))
-    if not hasattr(est, "classes_"):
-        est._set_classes()
-    if not hasattr(est, "classes_"):
-        raise ValueError(
-            "the classes are unknown: call fit(X, y) first or use an estimator with classes_"
-        )
-    seed = derive_seed(est._rng() if rng is None else rng) if randomized else None
-    scores = map_scores(_classification_block(est, seed), X, y, with_offset=True)
-    if not labels:
-        return scores
-    return scores, map_scores(_label_block(est), X, y, dtype=np.int64)
-
-
-def regressor_scores(est, X, y):
-    """Scores of a :class:`~dpuq.conformal.PrivateConformalRegressor` on Dask ``X``, ``y``."""
-    _, _, bound = est._check_params()
-    return map_scores(_regression_block(est, bound), X, y)
 
 
 def map_scores(block_fn, X, y, *, with_offset: bool = False, dtype=float):
@@ -189,42 +159,12 @@ def map_scores(block_fn, X, y, *, with_offset: bool = False, dtype=float):
     return da.map_blocks(run, Xa, ya[:, None], drop_axis=1, dtype=dtype, meta=np.empty(0, dtype))
 
 
-def _classification_block(est, seed: int | None):
-    from dpuq.mechanisms.randomness import row_uniforms
-
-    def scores(xb: np.ndarray, yb: np.ndarray, start: int) -> np.ndarray:
-        if xb.shape[0] == 0:
-            return np.empty(0)
-        u = None if seed is None else row_uniforms(seed, start, start + xb.shape[0])
-        return est._score_matrix(est._proba(xb), est._label_index(yb), uniforms=u)
-
-    return scores
-
-
-def _label_block(est):
-    def labels(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
-        return est._label_index(yb).astype(np.int64)
-
-    return labels
-
-
-def _regression_block(est, bound: float):
-    from dpuq.conformal.regression_scores import absolute_residual_scores, cqr_scores
-
-    def scores(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
-        if xb.shape[0] == 0:
-            return np.empty(0)
-        yv = np.asarray(yb, dtype=float)
-        if est.conformity_score == "absolute":
-            return absolute_residual_scores(est._point(xb), yv, bound=bound)
-        return cqr_scores(est._quantiles(xb), yv, bound=bound)
-
-    return scores
-
-
 # ------------------------------------------------------------------ class-conditional counts
-def _class_chunk(scores: np.ndarray, labels: np.ndarray, k: int, n_bins: int, check_int: bool):
-    """Validation flags and the (K, m) counts of one chunk: one bincount over (class, bin)."""
+def _class_chunk(
+    scores: np.ndarray, labels: np.ndarray, k: int, n_bins: int | None, check_int: bool
+):
+    """Validation flags and the (K, m) counts of one chunk: one bincount over (class, bin).
+    ``n_bins`` None: the flags only (a validation pass), with an empty (K, 0) table."""
     from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges
 
     s = np.asarray(scores, dtype=float)
@@ -236,8 +176,8 @@ def _class_chunk(scores: np.ndarray, labels: np.ndarray, k: int, n_bins: int, ch
     yi = y.astype(np.int64) if not not_int else np.zeros(y.shape, np.int64)
     out_of_range = bool(np.count_nonzero((yi < 0) | (yi >= k)))
     flags = np.array([nonfinite, outside, not_int, out_of_range])
-    if flags.any():
-        return flags, np.zeros((k, n_bins), np.int64)
+    if flags.any() or n_bins is None:
+        return flags, np.zeros((k, n_bins or 0), np.int64)
     flat = yi * n_bins + _bin_index_fast(s, bin_edges(n_bins))
     return flags, np.bincount(flat, minlength=k * n_bins).reshape(k, n_bins)
 
@@ -277,6 +217,14 @@ class DaskClassCounts:
         self.size = int(arr.shape[0])
 
     def counts(self, n_classes: int, n_bins: int) -> np.ndarray:
+        """The validated (K, m) counts (one pass over the chunks)."""
+        return self._checked(n_classes, n_bins)
+
+    def validate(self, n_classes: int) -> None:
+        """One pass of the same checks without the counts: the errors of :meth:`counts`."""
+        self._checked(n_classes, None)
+
+    def _checked(self, n_classes: int, n_bins: int | None) -> np.ndarray:
         check_int = self.labels.dtype.kind == "f"
         parts = [
             dask.delayed(_class_chunk, pure=True)(sb, yb, n_classes, n_bins, check_int)
@@ -285,13 +233,7 @@ class DaskClassCounts:
             )
         ]
         ((flags, counts),) = dask.compute(tree_reduce(parts, _merge_class))
-        if flags[0]:
-            raise ValueError(f"{self.name} has non-finite value(s) (NaN or inf)")
-        if flags[1]:
-            raise ValueError(
-                f"{self.name} must lie in [0, 1]; some values are outside (no count or extremes "
-                "are shown: they depend on the data)"
-            )
+        check_score_flags(flags[0], flags[1], self.name)
         if flags[2]:
             raise ValueError(f"{self.labels_name} must be integer class indices")
         if flags[3]:
@@ -300,6 +242,22 @@ class DaskClassCounts:
                 "or extremes are shown: they depend on the data)"
             )
         return np.asarray(counts, dtype=np.int64)
+
+
+def validate_lazy(scores, labels=None, n_labels: int | None = None, *, labels_name="labels"):
+    """Check lazy scores (and labels) before a ledger charge, as memory checks them.
+
+    One chunk-wise pass computes the scores' task graph (so a model or label error inside a
+    row block raises here, with the block function's own data-free message) and reduces it
+    to validation flags only: non-finite scores, scores outside [0, 1], labels that are not
+    integer indices in ``0..n_labels-1``. Nothing but flags reaches the client, and no
+    message shows a value or a count. The release then computes the graph once more (the
+    model runs twice on Dask input: the price of refusing before the charge).
+    """
+    if labels is None:
+        DaskScores(scores).validate()
+    else:
+        DaskClassCounts(scores, labels, labels_name=labels_name).validate(int(n_labels))
 
 
 # ------------------------------------------------------------------ private ERM

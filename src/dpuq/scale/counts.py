@@ -59,14 +59,20 @@ class ScoreSummary:
         """Raise the errors of :func:`dpuq._validation.check_scores`; return self."""
         if self.n == 0:
             raise ValueError(f"{name} is empty")
-        if self.nonfinite:  # no count: it depends on the data
-            raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")
-        if self.outside:
-            raise ValueError(
-                f"{name} must lie in [0, 1]; some values are outside (no count or extremes are "
-                "shown: they depend on the data)"
-            )
+        check_score_flags(self.nonfinite, self.outside, name)
         return self
+
+
+def check_score_flags(nonfinite, outside, name: str = "scores") -> None:
+    """The errors of :func:`dpuq._validation.check_scores` from chunk-wise counts or flags of
+    non-finite scores and of scores outside [0, 1] (no count is shown: it depends on the data)."""
+    if nonfinite:
+        raise ValueError(f"{name} has non-finite value(s) (NaN or inf)")
+    if outside:
+        raise ValueError(
+            f"{name} must lie in [0, 1]; some values are outside (no count or extremes are "
+            "shown: they depend on the data)"
+        )
 
 
 def check_numeric_dtype(dtype, name: str) -> None:

@@ -1,8 +1,8 @@
 """Calibration scores of any model on Dask data, computed where the data are.
 
-The one part of :mod:`dpuq.scale` that knows the conformal estimators (it dispatches on
-them); the estimators themselves call the block maps of :mod:`dpuq.scale._dask` directly, so
-imports run one way.
+The estimators score each row block themselves (their ``_dask_scores`` hands a block
+function to :func:`dpuq.scale._dask.map_scores`); this module only picks the estimator, so
+imports run one way: the methods call the scale layer, never the reverse.
 """
 
 from __future__ import annotations
@@ -35,18 +35,12 @@ def score_partitions(model, X, y, *, score: str | None = None, **score_params):
     """
     from dpuq.conformal.classifier import PrivateConformalClassifier
     from dpuq.conformal.regressor import PrivateConformalRegressor
-    from dpuq.scale._dask import classifier_scores, regressor_scores
 
-    if isinstance(model, PrivateConformalRegressor):
+    if isinstance(model, PrivateConformalClassifier | PrivateConformalRegressor):
         if score is not None or score_params:
-            raise ValueError("a PrivateConformalRegressor scores with its own score and bound")
-        return regressor_scores(model, X, y)
-    if isinstance(model, PrivateConformalClassifier):
-        if score is not None or score_params:
-            raise ValueError("a PrivateConformalClassifier scores with its own settings")
-        est = model
-    else:
-        est = PrivateConformalClassifier(
-            model, epsilon=1.0, conformity_score=score or "lac", score_params=score_params or None
-        )
-    return classifier_scores(est, X, y)
+            raise ValueError(f"a {type(model).__name__} scores with its own settings")
+        return model._dask_scores(X, y)
+    est = PrivateConformalClassifier(
+        model, epsilon=1.0, conformity_score=score or "lac", score_params=score_params or None
+    )
+    return est._dask_scores(X, y)

@@ -26,9 +26,11 @@ __all__ = [
     "bins_arg",
     "charged_release",
     "float_arg",
+    "release_header",
     "report_sets",
     "seed_arg",
     "warn_if_seeded",
+    "write_release",
 ]
 
 #: Largest --bins accepted: the edges array of 10^7 bins takes 80 MB (auto never goes beyond).
@@ -152,3 +154,19 @@ def release_trail(args, what: str, receipt) -> dict:
             receipt, what, dataset=getattr(args, "dataset", None), note=getattr(args, "note", None)
         )
     }
+
+
+def release_header(fmt: str, version: int) -> dict:
+    """The first fields of a release file: its format, format version and the dpuq version."""
+    from dpuq._version import __version__
+
+    return {"format": fmt, "format_version": version, "dpuq_version": __version__}
+
+
+def write_release(pending, args, what: str, receipt, record: dict) -> None:
+    """Write ``record`` and its ``"trail"`` (:func:`release_trail`) as JSON to the pending file
+    of :func:`charged_release`, and commit it."""
+    from dpuq.io import json_text
+
+    pending.write_text(json_text({**record, **release_trail(args, what, receipt)}))
+    pending.commit()

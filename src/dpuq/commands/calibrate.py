@@ -11,9 +11,9 @@ from dpuq.commands._args import (  # noqa: F401  (MAX_BINS: also re-exported)
     bins_arg,
     charged_release,
     float_arg,
-    release_trail,
     seed_arg,
     warn_if_seeded,
+    write_release,
 )
 from dpuq.commands._outputs import levels_arg, resolve_alpha
 from dpuq.commands._scores import (  # noqa: F401  (re-exported for dpuq predict)
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.commands.budget import open_ledger
     from dpuq.conformal.calibration import calibrate
     from dpuq.conformal.release_io import calibration_record
-    from dpuq.io import check_output_path, json_text
+    from dpuq.io import check_output_path
     from dpuq.ledger import CALLER_CHARGED
 
     # Everything that can fail is checked before the release: a failed write after it would
@@ -214,13 +214,9 @@ def run(args: argparse.Namespace) -> int:
             random_state=args.seed,
             ledger=CALLER_CHARGED,
         )
-        record = {
-            **calibration_record(cal, **meta),
-            "seeded": seeded,
-            **release_trail(args, what, receipt),
-        }
-        pending.write_text(json_text(record))
-        pending.commit()
+        write_release(
+            pending, args, what, receipt, {**calibration_record(cal, **meta), "seeded": seeded}
+        )
     if isinstance(alpha, list):
         _print_levels(cal, args, out)
         return 0

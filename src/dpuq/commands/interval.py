@@ -10,9 +10,10 @@ from dpuq.commands._args import (
     add_command,
     charged_release,
     float_arg,
-    release_trail,
+    release_header,
     seed_arg,
     warn_if_seeded,
+    write_release,
 )
 
 INTERVAL_FORMAT = "dpuq-interval"
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.commands.budget import open_ledger
     from dpuq.inference._data import check_bounds
     from dpuq.inference.intervals import private_confidence_interval
-    from dpuq.io import check_output_path, json_text
+    from dpuq.io import check_output_path
     from dpuq.ledger import CALLER_CHARGED
 
     # every setting, then the data, are checked before the charge: a refused setting is free
@@ -213,12 +214,8 @@ def run(args: argparse.Namespace) -> int:
             ledger=CALLER_CHARGED,
             **kw,
         )
-        from dpuq._version import __version__
-
         record = {
-            "format": INTERVAL_FORMAT,
-            "format_version": INTERVAL_FORMAT_VERSION,
-            "dpuq_version": __version__,
+            **release_header(INTERVAL_FORMAT, INTERVAL_FORMAT_VERSION),
             "data": Path(args.data).name,
             "column": args.column,
             "dataset": args.dataset,
@@ -234,10 +231,8 @@ def run(args: argparse.Namespace) -> int:
             "n": int(data.size),
             "privacy": ci.privacy_report.to_dict(),
             "seeded": bool(ci.privacy_report.seeded),
-            **release_trail(args, what, receipt),
         }
-        pending.write_text(json_text(record))
-        pending.commit()
+        write_release(pending, args, what, receipt, record)
     print(
         f"{100 * (1 - alpha):g}% interval for the {ci.statistic}: [{ci.lower:.6g}, "
         f"{ci.upper:.6g}] (estimate {ci.estimate:.6g}; n = {data.size}, epsilon = "

@@ -9,9 +9,10 @@ from dpuq.commands._args import (
     add_command,
     charged_release,
     float_arg,
-    release_trail,
+    release_header,
     seed_arg,
     warn_if_seeded,
+    write_release,
 )
 
 HELP = "release an epsilon-DP softmax temperature from held-out logits"
@@ -82,9 +83,8 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dpuq._validation import check_epsilon
-    from dpuq._version import __version__
     from dpuq.commands.budget import open_ledger
-    from dpuq.io import check_output_path, json_text, read_matrix, read_vector
+    from dpuq.io import check_output_path, read_matrix, read_vector
     from dpuq.ledger import CALLER_CHARGED
     from dpuq.training import temperature as ts
 
@@ -122,17 +122,13 @@ def run(args: argparse.Namespace) -> int:
             ledger=CALLER_CHARGED,
         )
         record = {
-            "format": "dpuq-temperature",
-            "format_version": 1,
-            "dpuq_version": __version__,
+            **release_header("dpuq-temperature", 1),
             "temperature": t,
             "usage": "probabilities = softmax(logits / temperature)",
             "privacy": report.to_dict(),
             "seeded": report.seeded,
-            **release_trail(args, what, receipt),
         }
-        pending.write_text(json_text(record))
-        pending.commit()
+        write_release(pending, args, what, receipt, record)
     print(
         f"released temperature {t:.6g} from n = {labels.size} held-out people at "
         f"epsilon = {epsilon:g} (pure DP, delta = 0, replace-one; utility {args.loss})"

@@ -23,9 +23,11 @@ import warnings
 __all__ = [
     "MAX_BINS",
     "add_command",
+    "add_seed_argument",
     "bins_arg",
     "charged_release",
     "float_arg",
+    "open_ledger",
     "release_header",
     "report_sets",
     "seed_arg",
@@ -83,6 +85,17 @@ def float_arg(text: str) -> float:
     return value
 
 
+def add_seed_argument(parser) -> None:
+    """``--seed`` of a release command (experiments only; :func:`warn_if_seeded`)."""
+    parser.add_argument(
+        "--seed",
+        type=seed_arg,
+        default=None,
+        help="seed for a reproducible run: experiments only, since anyone who knows the seed "
+        "can undo the noise (default: fresh OS entropy); the output then says 'seeded'",
+    )
+
+
 def warn_if_seeded(seed) -> None:
     """Warn that ``--seed`` makes a release reproducible (experiments only)."""
     if seed is not None:
@@ -111,11 +124,24 @@ def report_sets(out, sets, what: str, fmt: str | None = None) -> int:
     return 0
 
 
+def open_ledger(args, *, create: bool = False):
+    """The ledger named by ``--ledger`` (or the default), or None when neither flag is given."""
+    from dpuq.ledger import Ledger
+
+    if getattr(args, "ledger", None) is None and getattr(args, "dataset", None) is None:
+        return None
+    if getattr(args, "dataset", None) is None:
+        raise ValueError("--ledger needs --dataset NAME (the data set this release is about)")
+    return Ledger(args.ledger, create=create)
+
+
 @contextlib.contextmanager
-def charged_release(ledger, out, args, epsilon: float, what: str, settings=None):
-    """Every release's order: lock the output path ``out`` (refused if it exists or is being
-    written, unless ``--force``), charge ``ledger`` (committed: a failure later keeps the
-    charge), run the block (the release, which writes to the pending file and commits it).
+def charged_release(out, args, epsilon: float, what: str, settings=None):
+    """Every release's order: open the ledger of ``--ledger``/``--dataset`` (if any), warn if
+    ``--seed`` is set (:func:`warn_if_seeded`), lock the output path ``out`` (refused if it
+    exists or is being written, unless ``--force``), charge the ledger (committed: a failure
+    later keeps the charge), run the block (the release, which writes to the pending file and
+    commits it: :func:`write_release`).
 
     Yields ``(pending, receipt)``; ``receipt`` is None without a ledger. Without one, and with
     ``DPUQ_REQUIRE_LEDGER=1``, the release is refused here (before anything is written). The
@@ -125,6 +151,8 @@ def charged_release(ledger, out, args, epsilon: float, what: str, settings=None)
     from dpuq._atomic import release_file
     from dpuq.ledger import charge
 
+    ledger = open_ledger(args)
+    warn_if_seeded(args.seed)
     if ledger is None:
         charge(None, None, epsilon, what=what)  # refuses if a ledger is required
     with release_file(out, force=args.force, name="-o") as pending:

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from dpuq.commands._args import charged_release, report_sets, warn_if_seeded, write_release
+from dpuq.commands._args import charged_release, report_sets, write_release
 
 HELP = (
     "release one threshold per class (Mondrian sets: coverage >= 1 - alpha for every class, "
@@ -34,10 +34,6 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
     scores, meta = calibration_scores(args)
     labels = read_vector(args.labels, "--labels", integer=True)
     check_labels(labels, meta["n_classes"], scores.shape[0], "--labels")  # before the charge
-    warn_if_seeded(args.seed)
-    from dpuq.commands.budget import open_ledger
-
-    ledger = open_ledger(args)
     seeded = args.seed is not None
     what = f"dpuq calibrate --class-conditional (classification, score {meta['score']['name']})"
     # the same order as every release: lock the output, charge the ledger, release, write
@@ -48,7 +44,7 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
         "method": "certified (class-conditional)",
         "score": meta["score"]["name"],
     }
-    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
+    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
         cal = calibrate_by_class(
             scores,
             labels,

@@ -8,11 +8,10 @@ from pathlib import Path
 
 from dpuq.commands._args import (
     add_command,
+    add_seed_argument,
     charged_release,
     float_arg,
     release_header,
-    seed_arg,
-    warn_if_seeded,
     write_release,
 )
 
@@ -84,13 +83,7 @@ def register(subparsers) -> None:
     release.add_argument(
         "--epsilon", type=float_arg, required=True, help="total privacy cost > 0 (no default)"
     )
-    release.add_argument(
-        "--seed",
-        type=seed_arg,
-        default=None,
-        help="seed for a reproducible run: experiments only (anyone who knows it can undo the "
-        "noise); the output then says 'seeded'",
-    )
+    add_seed_argument(release)
     from dpuq.commands.budget import add_release_output_arguments
 
     add_release_output_arguments(p)
@@ -159,7 +152,6 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dpuq._validation import check_epsilon, check_in_open_unit
-    from dpuq.commands.budget import open_ledger
     from dpuq.inference._data import check_bounds
     from dpuq.inference.intervals import private_confidence_interval
     from dpuq.io import check_output_path
@@ -194,8 +186,6 @@ def run(args: argparse.Namespace) -> int:
         )
     if data.size < 4:
         raise ValueError("--data needs at least 4 values for an interval")
-    ledger = open_ledger(args)
-    warn_if_seeded(args.seed)
     what = f"dpuq interval ({args.statistic}, column {args.column or '-'})"
     settings = {
         "alpha": alpha,
@@ -204,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         "column": args.column,
         "bounds": [float(v) for v in bounds],
     }
-    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
+    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
         ci = private_confidence_interval(
             data,
             alpha=alpha,

@@ -7,11 +7,10 @@ import sys
 
 from dpuq.commands._args import (
     add_command,
+    add_seed_argument,
     charged_release,
     float_arg,
     release_header,
-    seed_arg,
-    warn_if_seeded,
     write_release,
 )
 
@@ -54,12 +53,7 @@ def register(subparsers) -> None:
         default=None,
         help="public grid: COUNT log-spaced temperatures from MIN to MAX (0.1 10 201)",
     )
-    p.add_argument(
-        "--seed",
-        type=seed_arg,
-        default=None,
-        help="reproducible noise (experiments only: anyone who knows it can undo the noise)",
-    )
+    add_seed_argument(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the release")
     p.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
     from dpuq.commands.budget import add_ledger_arguments
@@ -83,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dpuq._validation import check_epsilon
-    from dpuq.commands.budget import open_ledger
     from dpuq.io import check_output_path, read_matrix, read_vector
     from dpuq.ledger import CALLER_CHARGED
     from dpuq.training import temperature as ts
@@ -107,11 +100,9 @@ def run(args: argparse.Namespace) -> int:
     ts._check_labels(labels, *z.shape)
     ts._check_grid(grid)
     ts._check_loss(args.loss, ts.DEFAULT_NLL_CLIP)
-    ledger = open_ledger(args)
-    warn_if_seeded(args.seed)
     what = f"dpuq temperature (utility {args.loss})"
     settings = {"n": int(labels.size), "classes": int(z.shape[1]), "loss": args.loss}
-    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
+    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
         t, report = ts.private_temperature_scaling(
             logits,
             labels,

@@ -96,14 +96,14 @@ def add_seed_argument(parser) -> None:
     )
 
 
-def warn_if_seeded(seed) -> None:
+def warn_if_seeded(seed, stacklevel: int = 2) -> None:
     """Warn that ``--seed`` makes a release reproducible (experiments only)."""
     if seed is not None:
         warnings.warn(
             "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
             "use it for experiments only, never for a release",
             UserWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
 
 
@@ -152,7 +152,7 @@ def charged_release(out, args, epsilon: float, what: str, settings=None):
     from dpuq.ledger import charge
 
     ledger = open_ledger(args)
-    warn_if_seeded(args.seed)
+    warn_if_seeded(args.seed, stacklevel=4)  # at the command's line (past contextlib's frame)
     if ledger is None:
         charge(None, None, epsilon, what=what)  # refuses if a ledger is required
     with release_file(out, force=args.force, name="-o") as pending:

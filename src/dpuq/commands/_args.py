@@ -23,12 +23,16 @@ import warnings
 __all__ = [
     "MAX_BINS",
     "add_command",
+    "add_seed_argument",
     "bins_arg",
     "charged_release",
     "float_arg",
+    "open_ledger",
+    "release_header",
     "report_sets",
     "seed_arg",
     "warn_if_seeded",
+    "write_release",
 ]
 
 #: Largest --bins accepted: the edges array of 10^7 bins takes 80 MB (auto never goes beyond).
@@ -81,14 +85,25 @@ def float_arg(text: str) -> float:
     return value
 
 
-def warn_if_seeded(seed) -> None:
+def add_seed_argument(parser) -> None:
+    """``--seed`` of a release command (experiments only; :func:`warn_if_seeded`)."""
+    parser.add_argument(
+        "--seed",
+        type=seed_arg,
+        default=None,
+        help="seed for a reproducible run: experiments only, since anyone who knows the seed "
+        "can undo the noise (default: fresh OS entropy); the output then says 'seeded'",
+    )
+
+
+def warn_if_seeded(seed, stacklevel: int = 2) -> None:
     """Warn that ``--seed`` makes a release reproducible (experiments only)."""
     if seed is not None:
         warnings.warn(
             "--seed makes the noise reproducible: anyone who knows the seed can undo it; "
             "use it for experiments only, never for a release",
             UserWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
 
 
@@ -109,11 +124,24 @@ def report_sets(out, sets, what: str, fmt: str | None = None) -> int:
     return 0
 
 
+def open_ledger(args, *, create: bool = False):
+    """The ledger named by ``--ledger`` (or the default), or None when neither flag is given."""
+    from dpuq.ledger import Ledger
+
+    if getattr(args, "ledger", None) is None and getattr(args, "dataset", None) is None:
+        return None
+    if getattr(args, "dataset", None) is None:
+        raise ValueError("--ledger needs --dataset NAME (the data set this release is about)")
+    return Ledger(args.ledger, create=create)
+
+
 @contextlib.contextmanager
-def charged_release(ledger, out, args, epsilon: float, what: str, settings=None):
-    """Every release's order: lock the output path ``out`` (refused if it exists or is being
-    written, unless ``--force``), charge ``ledger`` (committed: a failure later keeps the
-    charge), run the block (the release, which writes to the pending file and commits it).
+def charged_release(out, args, epsilon: float, what: str, settings=None):
+    """Every release's order: open the ledger of ``--ledger``/``--dataset`` (if any), warn if
+    ``--seed`` is set (:func:`warn_if_seeded`), lock the output path ``out`` (refused if it
+    exists or is being written, unless ``--force``), charge the ledger (committed: a failure
+    later keeps the charge), run the block (the release, which writes to the pending file and
+    commits it: :func:`write_release`).
 
     Yields ``(pending, receipt)``; ``receipt`` is None without a ledger. Without one, and with
     ``DPUQ_REQUIRE_LEDGER=1``, the release is refused here (before anything is written). The
@@ -123,6 +151,8 @@ def charged_release(ledger, out, args, epsilon: float, what: str, settings=None)
     from dpuq._atomic import release_file
     from dpuq.ledger import charge
 
+    ledger = open_ledger(args)
+    warn_if_seeded(args.seed, stacklevel=4)  # at the command's line (past contextlib's frame)
     if ledger is None:
         charge(None, None, epsilon, what=what)  # refuses if a ledger is required
     with release_file(out, force=args.force, name="-o") as pending:
@@ -152,3 +182,19 @@ def release_trail(args, what: str, receipt) -> dict:
             receipt, what, dataset=getattr(args, "dataset", None), note=getattr(args, "note", None)
         )
     }
+
+
+def release_header(fmt: str, version: int) -> dict:
+    """The first fields of a release file: its format, format version and the dpuq version."""
+    from dpuq._version import __version__
+
+    return {"format": fmt, "format_version": version, "dpuq_version": __version__}
+
+
+def write_release(pending, args, what: str, receipt, record: dict) -> None:
+    """Write ``record`` and its ``"trail"`` (:func:`release_trail`) as JSON to the pending file
+    of :func:`charged_release`, and commit it."""
+    from dpuq.io import json_text
+
+    pending.write_text(json_text({**record, **release_trail(args, what, receipt)}))
+    pending.commit()

@@ -17,6 +17,7 @@ __all__ = [
     "calibration_scores",
     "check_score_input",
     "input_mode",
+    "new_class_scores",
     "read_probabilities",
     "regression_score_name",
 ]
@@ -157,6 +158,25 @@ def read_probabilities(args, temperature: float | None = None) -> tuple[np.ndarr
         temperature = 1.0 if given is None else check_temperature(given, "--temperature")
     probs = softmax(read_matrix(logits, "--logits"), temperature, name=f"--logits {logits!r}")
     return probs, {"input": "logits", "temperature": temperature}
+
+
+def new_class_scores(args, cal: dict, flag: str) -> np.ndarray:
+    """The (n, K) scores of new points given as ``--probs``/``--logits`` (``flag``), for a
+    classification release ``cal``: its recorded score input, temperature, number of classes
+    and score (with its parameters) are those used. Shared by ``dpuq predict`` and its
+    class-conditional side."""
+    from dpuq.conformal.scores import score_function
+
+    temperature = check_score_input(cal, flag)
+    probs, _ = read_probabilities(args, temperature)
+    if probs.shape[1] != cal["n_classes"]:
+        raise ValueError(
+            f"--{flag} {getattr(args, flag)!r} has {probs.shape[1]} classes but the calibration "
+            f"has {cal['n_classes']}"
+        )
+    score = cal["score"]
+    params = {k: v for k, v in score.items() if k != "name"}
+    return score_function(score["name"])(probs, **params)
 
 
 def _regression_scores(args) -> tuple[np.ndarray, dict[str, Any]]:

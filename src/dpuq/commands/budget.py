@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from dpuq.commands._args import add_command, float_arg
+from dpuq.commands._args import add_command, float_arg, open_ledger  # noqa: F401  (re-exported)
 
 HELP = "privacy budgets of data sets: init, show, history"
 
@@ -66,17 +66,6 @@ def add_release_output_arguments(parser) -> None:
     )
     out.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
     add_ledger_arguments(parser)
-
-
-def open_ledger(args, *, create: bool = False):
-    """The ledger named by ``--ledger`` (or the default), or None when neither flag is given."""
-    from dpuq.ledger import Ledger
-
-    if getattr(args, "ledger", None) is None and getattr(args, "dataset", None) is None:
-        return None
-    if getattr(args, "dataset", None) is None:
-        raise ValueError("--ledger needs --dataset NAME (the data set this release is about)")
-    return Ledger(args.ledger, create=create)
 
 
 def register(subparsers) -> None:

@@ -8,12 +8,11 @@ import sys
 from dpuq.commands._args import (  # noqa: F401  (MAX_BINS: also re-exported)
     MAX_BINS,
     add_command,
+    add_seed_argument,
     bins_arg,
     charged_release,
     float_arg,
-    release_trail,
-    seed_arg,
-    warn_if_seeded,
+    write_release,
 )
 from dpuq.commands._outputs import levels_arg, resolve_alpha
 from dpuq.commands._scores import (  # noqa: F401  (re-exported for dpuq predict)
@@ -151,13 +150,7 @@ def register(subparsers) -> None:
         help="calibration method: 'certified' (default: rank utility at the certified level) "
         "or 'paper' (Algorithm 3 of Angelopoulos et al. 2022); see docs/calibration.md",
     )
-    release.add_argument(
-        "--seed",
-        type=seed_arg,
-        default=None,
-        help="seed for a reproducible run: experiments only, since anyone who knows the seed "
-        "can undo the noise (default: fresh OS entropy); the output then says 'seeded'",
-    )
+    add_seed_argument(release)
     from dpuq.commands.class_conditional import HELP as CLASS_CONDITIONAL_HELP
 
     release.add_argument("--class-conditional", action="store_true", help=CLASS_CONDITIONAL_HELP)
@@ -170,10 +163,9 @@ def register(subparsers) -> None:
 # ----------------------------------------------------------------- the command
 def run(args: argparse.Namespace) -> int:
     from dpuq._validation import check_epsilon
-    from dpuq.commands.budget import open_ledger
     from dpuq.conformal.calibration import calibrate
     from dpuq.conformal.release_io import calibration_record
-    from dpuq.io import check_output_path, json_text
+    from dpuq.io import check_output_path
     from dpuq.ledger import CALLER_CHARGED
 
     # Everything that can fail is checked before the release: a failed write after it would
@@ -191,8 +183,6 @@ def run(args: argparse.Namespace) -> int:
 
         return run_calibrate(args, out, alpha, epsilon)
     scores, meta = calibration_scores(args)
-    ledger = open_ledger(args)
-    warn_if_seeded(args.seed)
     # Order: lock the output path (refused here if it exists or is being written), charge the
     # ledger (committed), release, write atomically; a failure after the charge keeps it.
     what = f"dpuq calibrate ({meta['task']}, score {meta['score']['name']})"
@@ -204,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         "score": meta["score"]["name"],
         "column": getattr(args, "column", None),
     }
-    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
+    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
         cal = calibrate(
             scores,
             alpha=alpha,
@@ -214,13 +204,9 @@ def run(args: argparse.Namespace) -> int:
             random_state=args.seed,
             ledger=CALLER_CHARGED,
         )
-        record = {
-            **calibration_record(cal, **meta),
-            "seeded": seeded,
-            **release_trail(args, what, receipt),
-        }
-        pending.write_text(json_text(record))
-        pending.commit()
+        write_release(
+            pending, args, what, receipt, {**calibration_record(cal, **meta), "seeded": seeded}
+        )
     if isinstance(alpha, list):
         _print_levels(cal, args, out)
         return 0

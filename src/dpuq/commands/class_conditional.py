@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from dpuq.commands._args import charged_release, release_trail, report_sets, warn_if_seeded
+from dpuq.commands._args import charged_release, report_sets, write_release
 
 HELP = (
     "release one threshold per class (Mondrian sets: coverage >= 1 - alpha for every class, "
@@ -21,10 +21,9 @@ HELP = (
 def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -> int:
     """The body of ``dpuq calibrate --class-conditional`` (inputs checked before the release)."""
     from dpuq._validation import check_labels
-    from dpuq._version import __version__
     from dpuq.commands._scores import calibration_scores, input_mode
     from dpuq.conformal.class_conditional import calibrate_by_class
-    from dpuq.conformal.release_io import CALIBRATION_FORMAT, CALIBRATION_FORMAT_VERSION
+    from dpuq.conformal.release_io import calibration_record
     from dpuq.io import read_vector
     from dpuq.ledger import CALLER_CHARGED
 
@@ -35,11 +34,6 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
     scores, meta = calibration_scores(args)
     labels = read_vector(args.labels, "--labels", integer=True)
     check_labels(labels, meta["n_classes"], scores.shape[0], "--labels")  # before the charge
-    warn_if_seeded(args.seed)
-    from dpuq.commands.budget import open_ledger
-    from dpuq.io import json_text
-
-    ledger = open_ledger(args)
     seeded = args.seed is not None
     what = f"dpuq calibrate --class-conditional (classification, score {meta['score']['name']})"
     # the same order as every release: lock the output, charge the ledger, release, write
@@ -50,7 +44,7 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
         "method": "certified (class-conditional)",
         "score": meta["score"]["name"],
     }
-    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
+    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
         cal = calibrate_by_class(
             scores,
             labels,
@@ -61,18 +55,9 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
             random_state=args.seed,
             ledger=CALLER_CHARGED,
         )
-        record = {
-            "format": CALIBRATION_FORMAT,
-            "format_version": CALIBRATION_FORMAT_VERSION,
-            "dpuq_version": __version__,
-            **meta,
-            "confidence_level": 1.0 - cal.alpha,
-            **cal.to_dict(),
-            "seeded": seeded,
-            **release_trail(args, what, receipt),
-        }
-        pending.write_text(json_text(record))
-        pending.commit()
+        write_release(
+            pending, args, what, receipt, {**calibration_record(cal, **meta), "seeded": seeded}
+        )
     shown = ", ".join(f"{t:.4g}" for t in cal.thresholds)
     print(
         f"released {cal.n_classes} class thresholds [{shown}] from n = {cal.n} calibration "
@@ -106,27 +91,18 @@ def run_predict(args: argparse.Namespace, cal: dict[str, Any], out) -> int:
     """Prediction sets from a class-conditional calibration: label y against ``thresholds[y]``."""
     from dpuq.conformal.class_conditional import class_prediction_sets
     from dpuq.conformal.release_io import CLASSIFICATION_SCORES
-    from dpuq.conformal.scores import score_function
 
     score = cal.get("score", {})
     name = score.get("name") if isinstance(score, dict) else None
     if name not in CLASSIFICATION_SCORES:
         raise ValueError(f"--calibration: unknown classification score {name!r}")
-    from dpuq.commands._scores import check_score_input, read_probabilities
-
     given = [f for f in ("probs", "logits") if getattr(args, f, None) is not None]
     if len(given) != 1 or args.scores is not None or args.predictions is not None:
         raise ValueError(
             f"this calibration is class-conditional (score {name}): pass --probs FILE "
             "(or --logits FILE if it was calibrated on logits)"
         )
-    temperature = check_score_input(cal, given[0])
-    probs, _ = read_probabilities(args, temperature)
-    if probs.shape[1] != cal["n_classes"]:
-        raise ValueError(
-            f"--probs {args.probs!r} has {probs.shape[1]} classes but the calibration has "
-            f"{cal['n_classes']}"
-        )
-    params = {k: v for k, v in score.items() if k != "name"}
-    sets = class_prediction_sets(score_function(name)(probs, **params), cal["thresholds"])
+    from dpuq.commands._scores import new_class_scores
+
+    sets = class_prediction_sets(new_class_scores(args, cal, given[0]), cal["thresholds"])
     return report_sets(out, sets, "class-conditional prediction sets")

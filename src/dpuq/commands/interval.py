@@ -8,11 +8,11 @@ from pathlib import Path
 
 from dpuq.commands._args import (
     add_command,
+    add_seed_argument,
     charged_release,
     float_arg,
-    release_trail,
-    seed_arg,
-    warn_if_seeded,
+    release_header,
+    write_release,
 )
 
 INTERVAL_FORMAT = "dpuq-interval"
@@ -83,13 +83,7 @@ def register(subparsers) -> None:
     release.add_argument(
         "--epsilon", type=float_arg, required=True, help="total privacy cost > 0 (no default)"
     )
-    release.add_argument(
-        "--seed",
-        type=seed_arg,
-        default=None,
-        help="seed for a reproducible run: experiments only (anyone who knows it can undo the "
-        "noise); the output then says 'seeded'",
-    )
+    add_seed_argument(release)
     from dpuq.commands.budget import add_release_output_arguments
 
     add_release_output_arguments(p)
@@ -158,10 +152,9 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dpuq._validation import check_epsilon, check_in_open_unit
-    from dpuq.commands.budget import open_ledger
     from dpuq.inference._data import check_bounds
     from dpuq.inference.intervals import private_confidence_interval
-    from dpuq.io import check_output_path, json_text
+    from dpuq.io import check_output_path
     from dpuq.ledger import CALLER_CHARGED
 
     # every setting, then the data, are checked before the charge: a refused setting is free
@@ -193,8 +186,6 @@ def run(args: argparse.Namespace) -> int:
         )
     if data.size < 4:
         raise ValueError("--data needs at least 4 values for an interval")
-    ledger = open_ledger(args)
-    warn_if_seeded(args.seed)
     what = f"dpuq interval ({args.statistic}, column {args.column or '-'})"
     settings = {
         "alpha": alpha,
@@ -203,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         "column": args.column,
         "bounds": [float(v) for v in bounds],
     }
-    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
+    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
         ci = private_confidence_interval(
             data,
             alpha=alpha,
@@ -213,12 +204,8 @@ def run(args: argparse.Namespace) -> int:
             ledger=CALLER_CHARGED,
             **kw,
         )
-        from dpuq._version import __version__
-
         record = {
-            "format": INTERVAL_FORMAT,
-            "format_version": INTERVAL_FORMAT_VERSION,
-            "dpuq_version": __version__,
+            **release_header(INTERVAL_FORMAT, INTERVAL_FORMAT_VERSION),
             "data": Path(args.data).name,
             "column": args.column,
             "dataset": args.dataset,
@@ -234,10 +221,8 @@ def run(args: argparse.Namespace) -> int:
             "n": int(data.size),
             "privacy": ci.privacy_report.to_dict(),
             "seeded": bool(ci.privacy_report.seeded),
-            **release_trail(args, what, receipt),
         }
-        pending.write_text(json_text(record))
-        pending.commit()
+        write_release(pending, args, what, receipt, record)
     print(
         f"{100 * (1 - alpha):g}% interval for the {ci.statistic}: [{ci.lower:.6g}, "
         f"{ci.upper:.6g}] (estimate {ci.estimate:.6g}; n = {data.size}, epsilon = "

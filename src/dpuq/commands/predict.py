@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dpuq.commands._args import add_command, report_sets
-from dpuq.commands._scores import check_score_input, read_probabilities
+from dpuq.commands._scores import new_class_scores
 
 HELP = "prediction sets or intervals for new data from a calibration JSON"
 
@@ -195,20 +195,11 @@ def _score_matrix(args, cal: dict, task: str, score: dict, name: str):
     """The (n, K) score matrix of the new points, from --probs/--logits (checked against the
     release's recorded score input and classes) or from --scores."""
     from dpuq._validation import check_scores
-    from dpuq.conformal.scores import score_function
     from dpuq.io import read_matrix
 
     if task == "classification":
         flag = "logits" if getattr(args, "logits", None) is not None else "probs"
-        path = _expect(args, flag, task, name)
-        temperature = check_score_input(cal, flag)
-        probs, _ = read_probabilities(args, temperature)
-        if probs.shape[1] != cal["n_classes"]:
-            raise ValueError(
-                f"--{flag} {path!r} has {probs.shape[1]} classes but the calibration has "
-                f"{cal['n_classes']}"
-            )
-        params = {k: v for k, v in score.items() if k != "name"}
-        return score_function(name)(probs, **params)
+        _expect(args, flag, task, name)
+        return new_class_scores(args, cal, flag)
     path = _expect(args, "scores", task, name)
     return check_scores(read_matrix(path, "--scores"), f"--scores {path!r}", ndim=2)

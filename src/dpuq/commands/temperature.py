@@ -7,11 +7,11 @@ import sys
 
 from dpuq.commands._args import (
     add_command,
+    add_seed_argument,
     charged_release,
     float_arg,
-    release_trail,
-    seed_arg,
-    warn_if_seeded,
+    release_header,
+    write_release,
 )
 
 HELP = "release an epsilon-DP softmax temperature from held-out logits"
@@ -53,12 +53,7 @@ def register(subparsers) -> None:
         default=None,
         help="public grid: COUNT log-spaced temperatures from MIN to MAX (0.1 10 201)",
     )
-    p.add_argument(
-        "--seed",
-        type=seed_arg,
-        default=None,
-        help="reproducible noise (experiments only: anyone who knows it can undo the noise)",
-    )
+    add_seed_argument(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the release")
     p.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
     from dpuq.commands.budget import add_ledger_arguments
@@ -82,9 +77,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from dpuq._validation import check_epsilon
-    from dpuq._version import __version__
-    from dpuq.commands.budget import open_ledger
-    from dpuq.io import check_output_path, json_text, read_matrix, read_vector
+    from dpuq.io import check_output_path, read_matrix, read_vector
     from dpuq.ledger import CALLER_CHARGED
     from dpuq.training import temperature as ts
 
@@ -107,11 +100,9 @@ def run(args: argparse.Namespace) -> int:
     ts._check_labels(labels, *z.shape)
     ts._check_grid(grid)
     ts._check_loss(args.loss, ts.DEFAULT_NLL_CLIP)
-    ledger = open_ledger(args)
-    warn_if_seeded(args.seed)
     what = f"dpuq temperature (utility {args.loss})"
     settings = {"n": int(labels.size), "classes": int(z.shape[1]), "loss": args.loss}
-    with charged_release(ledger, out, args, epsilon, what, settings) as (pending, receipt):
+    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
         t, report = ts.private_temperature_scaling(
             logits,
             labels,
@@ -122,17 +113,13 @@ def run(args: argparse.Namespace) -> int:
             ledger=CALLER_CHARGED,
         )
         record = {
-            "format": "dpuq-temperature",
-            "format_version": 1,
-            "dpuq_version": __version__,
+            **release_header("dpuq-temperature", 1),
             "temperature": t,
             "usage": "probabilities = softmax(logits / temperature)",
             "privacy": report.to_dict(),
             "seeded": report.seeded,
-            **release_trail(args, what, receipt),
         }
-        pending.write_text(json_text(record))
-        pending.commit()
+        write_release(pending, args, what, receipt, record)
     print(
         f"released temperature {t:.6g} from n = {labels.size} held-out people at "
         f"epsilon = {epsilon:g} (pure DP, delta = 0, replace-one; utility {args.loss})"

@@ -46,7 +46,8 @@ from dpuq.inference.ensemble import (
     RootKernel,
     _check_root,
     _check_thresholds,
-    _ensemble_details,
+    _ensemble_cdf,
+    _ensemble_report,
     _prepare,
     _resolve_resamples,
     check_subset_work,
@@ -174,28 +175,17 @@ def private_bootstrap_cdf(
         kernel = RootKernel(stat, "basic", thresholds=tv)
         (per_subset,), res = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
         noisy, scale = private_average(per_subset, eps, rng)
-        s = res.n_subsets
-        report = PrivacyReport(
-            mechanism="private bootstrap ensemble (Chadha et al. 2024, Algorithm 2)",
-            epsilon=eps,
-            relation=Relation.REPLACE_ONE,
-            seeded=random_state is not None,
-            sensitivity=f"1/s = {1 / s:.6g} per threshold ({tv.size}/s in L1 over "
+        report = _ensemble_report(
+            res,
+            "private bootstrap ensemble (Chadha et al. 2024, Algorithm 2)",
+            eps,
+            seeded,
+            f"1/s = {1 / res.n_subsets:.6g} per threshold ({tv.size}/s in L1 over "
             f"{tv.size} threshold(s))",
-            details=_ensemble_details(res, statistic=str(stat), noise_scale=scale),
+            statistic=str(stat),
+            noise_scale=scale,
         )
-        return PrivateCDF(
-            tarr,
-            np.clip(noisy, 0.0, 1.0).reshape(tarr.shape),
-            noisy.reshape(tarr.shape),
-            "ensemble",
-            "basic",
-            stat.name,
-            s,
-            res.n_resamples,
-            scale,
-            report,
-        )
+        return _ensemble_cdf(tarr, noisy, "basic", stat.name, res, scale, report)
     if method != "naive":
         raise ValueError(f"method must be 'ensemble' or 'naive', got {method!r}")
     if stat.name == "median":
@@ -337,23 +327,20 @@ def private_bootstrap_cdf_grid(
     s = res.n_subsets
     tree = tree_cdf(masses, eps, rng)
     bound = tree_error_bound(g.size, tree.noise_scale, b_fail)
-    report = PrivacyReport(
-        mechanism="private bootstrap ensemble, all thresholds (Chadha et al. 2024, Theorem 2: tree "
+    report = _ensemble_report(
+        res,
+        "private bootstrap ensemble, all thresholds (Chadha et al. 2024, Theorem 2: tree "
         "mechanism + monotone projection)",
-        epsilon=eps,
-        relation=Relation.REPLACE_ONE,
-        seeded=random_state is not None,
-        sensitivity=f"2/s per tree level in L1, 2D/s = {2 * tree.depth / s:.6g} in total",
-        details=_ensemble_details(
-            res,
-            statistic=str(stat),
-            root=root,
-            grid_points=g.size,
-            depth=tree.depth,
-            noise_scale=tree.noise_scale,
-            error_bound=bound,
-            beta=b_fail,
-        ),
+        eps,
+        random_state is not None,
+        f"2/s per tree level in L1, 2D/s = {2 * tree.depth / s:.6g} in total",
+        statistic=str(stat),
+        root=root,
+        grid_points=g.size,
+        depth=tree.depth,
+        noise_scale=tree.noise_scale,
+        error_bound=bound,
+        beta=b_fail,
     )
     return PrivateCDFGrid(
         g,

@@ -34,7 +34,7 @@ from dpuq.inference._data import (
 from dpuq.inference._resampling import Resamples
 from dpuq.inference._tiles import ArrayData, tile_plan
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.report import PrivacyReport
+from dpuq.report import PrivacyReport, Relation
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
@@ -216,6 +216,41 @@ def check_subset_work(n_subsets: int, n_resamples: int) -> None:
         n_subsets * n_resamples,
         f"n_subsets x n_resamples = {n_subsets:,} x {n_resamples:,}",
         "use fewer resamples (n_resamples) or fewer subsets (n_subsets, or a larger epsilon)",
+    )
+
+
+def _ensemble_report(
+    res: Resamples, mechanism: str, epsilon: float, seeded: bool, sensitivity: str, **extra
+) -> PrivacyReport:
+    """The privacy report of an ensemble release (replace-one, δ = 0): its subsets and
+    resamples from ``res``, then ``extra`` details."""
+    return PrivacyReport(
+        mechanism=mechanism,
+        epsilon=epsilon,
+        relation=Relation.REPLACE_ONE,
+        seeded=seeded,
+        sensitivity=sensitivity,
+        details=_ensemble_details(res, **extra),
+    )
+
+
+def _ensemble_cdf(
+    t: np.ndarray, noisy, root: str, statistic: str, res: Resamples, noise_scale, report
+) -> PrivateCDF:
+    """The released ensemble CDF at thresholds ``t``: ``noisy`` in the shape of ``t``, clipped
+    to [0, 1] (post-processing)."""
+    noisy = np.asarray(noisy).reshape(t.shape)
+    return PrivateCDF(
+        t,
+        np.clip(noisy, 0.0, 1.0),
+        noisy,
+        "ensemble",
+        root,
+        statistic,
+        res.n_subsets,
+        res.n_resamples,
+        noise_scale,
+        report,
     )
 
 

@@ -219,11 +219,11 @@ def release_point_estimate(
         )
         return PrivateEstimate(float(cand[j]), "median", None, rep)
     if stat.name == "mean":
-        sens, text = (b - a) / n, f"R/n = {(b - a) / n:.6g}"
+        sens = mean_sensitivity(n, bounds)
+        text = f"R/n = {sens:.6g}"
     else:
-        k = stat.n_trim(n)
-        sens = (b - a) / (n - 2 * k)
-        text = f"R/(n - 2k) = {sens:.6g} (k = {k} dropped at each end)"
+        sens = trimmed_mean_sensitivity(n, bounds, stat.trim)
+        text = f"R/(n - 2k) = {sens:.6g} (k = {stat.n_trim(n)} dropped at each end)"
     scale = laplace_scale(sens, epsilon)
     if stat.name == "mean":  # on the block grid, like the Dask path (dpuq.inference._dask)
         exact = blocked_mean_variance(x)[0] if exact is None else exact
@@ -251,7 +251,7 @@ def release_variance(
     if x is not None and not isinstance(x, np.ndarray):  # chunked (Dask) data
         n, exact, x = x.size, x.mean_variance()[1], None
     n = x.size if n is None else n
-    sens = (bounds[1] - bounds[0]) ** 2 / n
+    sens = variance_sensitivity(n, bounds)
     scale = laplace_scale(sens, epsilon)
     exact = blocked_mean_variance(x)[1] if exact is None else exact
     value = laplace_release(float(exact), scale=scale, random_state=rng)

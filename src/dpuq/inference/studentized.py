@@ -24,14 +24,14 @@ from dpuq.inference.ensemble import (
     PrivateCDF,
     RootKernel,
     _check_thresholds,
-    _ensemble_details,
+    _ensemble_cdf,
+    _ensemble_report,
     _prepare,
     ensemble_plan,
     ensemble_step,
 )
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
     "private_studentized_cdf",
@@ -164,32 +164,17 @@ def private_studentized_cdf(
         scales.append(cm.noise_scale)
         centers.append(cm.center)
         widths.append(cm.half_width)
-    report = PrivacyReport(
-        mechanism="studentized private bootstrap ensemble (Chadha et al. 2024, Theorem 3): private "
+    report = _ensemble_report(
+        res,
+        "studentized private bootstrap ensemble (Chadha et al. 2024, Theorem 3): private "
         "median + clamped mean",
-        epsilon=eps,
-        relation=Relation.REPLACE_ONE,
-        seeded=random_state is not None,
-        sensitivity="per threshold: median utility 1; clamped mean 2 w/s "
-        f"(w = {max(widths):.4g} at most)",
-        details=_ensemble_details(
-            res,
-            statistic="mean (studentized)",
-            epsilon_per_threshold=eps_each,
-            median_share=median_share,
-            released_medians=", ".join(f"{c:.4g}" for c in centers),
-            half_widths=", ".join(f"{w:.4g}" for w in widths),
-        ),
+        eps,
+        random_state is not None,
+        f"per threshold: median utility 1; clamped mean 2 w/s (w = {max(widths):.4g} at most)",
+        statistic="mean (studentized)",
+        epsilon_per_threshold=eps_each,
+        median_share=median_share,
+        released_medians=", ".join(f"{c:.4g}" for c in centers),
+        half_widths=", ".join(f"{w:.4g}" for w in widths),
     )
-    return PrivateCDF(
-        tarr,
-        np.clip(out, 0.0, 1.0).reshape(tarr.shape),
-        out.reshape(tarr.shape),
-        "ensemble",
-        "studentized",
-        "mean",
-        res.n_subsets,
-        tt,
-        max(scales),
-        report,
-    )
+    return _ensemble_cdf(tarr, out, "studentized", "mean", res, max(scales), report)

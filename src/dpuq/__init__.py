@@ -65,11 +65,8 @@ from dpuq.mechanisms import (
     exponential_mechanism_probabilities,
     laplace_mechanism,
 )
-from dpuq.mechanisms.exponential import (
-    exponential_mechanism_accuracy_bound,
-    permute_and_flip,
-    permute_and_flip_probabilities,
-)
+from dpuq.mechanisms.exponential import exponential_mechanism_accuracy_bound
+from dpuq.mechanisms.permute_and_flip import permute_and_flip, permute_and_flip_probabilities
 from dpuq.mechanisms.quantile import (
     private_quantile,
     private_quantile_distribution,

@@ -142,7 +142,16 @@ def reachable(graph: dict[str, set[str]], start: str) -> dict[str, str]:
 # layers below it, never one above. The key is the first name under ``dpuq``.
 LAYERS = (
     # foundations: checks, files, reports, versions (no statistics)
-    ("_version", "_validation", "_atomic", "_progress", "_ledger_schema", "report", "io"),
+    (
+        "_version",
+        "_validation",
+        "_atomic",
+        "_progress",
+        "_ledger_schema",
+        "_ledger_gate",
+        "report",
+        "io",
+    ),
     # privacy-critical rooms and what they lean on: noise, ledger, accountants, planning
     ("mechanisms", "accountants", "ledger", "planning", "_bin_simulation", "metrics"),
     # public front doors of those rooms

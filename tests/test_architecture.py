@@ -149,6 +149,7 @@ LAYERS = (
         "_progress",
         "_ledger_schema",
         "_ledger_gate",
+        "_io_text",
         "report",
         "io",
     ),

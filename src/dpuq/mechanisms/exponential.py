@@ -141,13 +141,9 @@ def exponential_mechanism(
         ``Δu`` > 0.
     monotone : bool, default False
         Whether utilities are monotone between neighbours (halves the noise).
-    random_state : None, int or numpy.random.Generator
-        None (default) uses OS entropy: use it for releases. A seed is for experiments.
-    ledger : dpuq.Ledger, path or None
-        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
-        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
-    dataset : str or None
-        The name of the data set released about.
+    random_state, ledger, dataset :
+        Randomness (None: OS entropy, for releases) and budget (charged before any noise),
+        as in :func:`~dpuq.mechanisms.randomness.release_generator`.
 
     Returns
     -------

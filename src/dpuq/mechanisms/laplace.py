@@ -121,13 +121,9 @@ def laplace_mechanism(
         L1 sensitivity ``Δ`` > 0 of ``f`` under the caller's neighbouring relation.
     epsilon : float
         Privacy parameter, > 0.
-    random_state : None, int or numpy.random.Generator
-        None (default) uses OS entropy: use it for releases. A seed is for experiments.
-    ledger : dpuq.Ledger, path or None
-        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
-        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
-    dataset : str or None
-        The name of the data set released about.
+    random_state, ledger, dataset :
+        Randomness (None: OS entropy, for releases) and budget (charged before any noise),
+        as in :func:`~dpuq.mechanisms.randomness.release_generator`.
 
     Returns
     -------

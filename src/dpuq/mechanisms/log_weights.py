@@ -185,10 +185,10 @@ def sample_log_weights(log_weights, rng: np.random.Generator) -> int:
     Returns
     -------
     int
+        The drawn index.
 
     Examples
     --------
-    >>> import numpy as np
     >>> sample_log_weights(np.array([0.0, -np.inf]), np.random.default_rng(0))
     0
     """

@@ -77,12 +77,8 @@ def permute_and_flip_log_probabilities(utilities, *, epsilon: float, sensitivity
 
     Parameters
     ----------
-    utilities : array-like of shape (R,)
-        Utility of each candidate (higher is better); finite.
-    epsilon : float
-        Privacy parameter, > 0.
-    sensitivity : float
-        ``Δu`` > 0.
+    utilities, epsilon, sensitivity :
+        As for :func:`dpuq.mechanisms.exponential.exponential_mechanism_log_probabilities`.
 
     Returns
     -------
@@ -165,24 +161,13 @@ def permute_and_flip(
 
     Parameters
     ----------
-    utilities : array-like of shape (R,)
-        Utility of each candidate (higher is better); finite.
-    epsilon : float
-        Privacy parameter, > 0.
-    sensitivity : float
-        ``Δu`` > 0.
-    random_state : None, int or numpy.random.Generator
-        None (default) uses OS entropy: use it for releases. A seed is for experiments.
-    ledger : dpuq.Ledger, path or None
-        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
-        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
-    dataset : str or None
-        The name of the data set released about.
+    utilities, epsilon, sensitivity, random_state, ledger, dataset :
+        As for :func:`dpuq.mechanisms.exponential.exponential_mechanism` (no ``monotone``).
 
     Returns
     -------
     int
-        Index of the released candidate.
+        Index of the released candidate: the first one accepted.
 
     Examples
     --------
@@ -213,10 +198,10 @@ def sample_permute_and_flip(log_weights: np.ndarray, rng: np.random.Generator) -
     Returns
     -------
     int
+        The first accepted candidate in the visiting order.
 
     Examples
     --------
-    >>> import numpy as np
     >>> sample_permute_and_flip(np.array([0.0, -1e6]), np.random.default_rng(0))
     0
     """

@@ -318,14 +318,10 @@ def private_quantile(
         Privacy parameter > 0.
     n_bins : int
         Number of bins ``m`` >= 2.
-    random_state : None, int or numpy.random.Generator
-        None (default): OS entropy, for releases. A seed: for experiments only.
     utility : {"rank", "weighted"}, default "rank"
-    ledger : dpuq.Ledger, path or None
-        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
-        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
-    dataset : str or None
-        The name of the data set released about.
+    random_state, ledger, dataset :
+        Randomness (None: OS entropy, for releases) and budget (charged before any noise),
+        as in :func:`~dpuq.mechanisms.randomness.release_generator`.
 
     Returns
     -------

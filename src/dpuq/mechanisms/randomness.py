@@ -68,6 +68,22 @@ def release_generator(
     :func:`dpuq.ledger.charge` (which may refuse the release), then returns the generator.
     Call it after every other setting is checked. ``seeded`` is recorded from ``random_state``.
 
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.Generator
+        None (the mechanisms' default) uses OS entropy: use it for releases. A seed (or a
+        Generator) makes a run reproducible: for experiments and tests only, since anyone who
+        knows it can undo the noise; the ledger records the release as seeded.
+    ledger : dpuq.Ledger, path or None
+        Charge ``cost`` to ``dataset``'s budget, or refuse the release
+        (:class:`~dpuq.ledger.BudgetExceededError`): :func:`dpuq.ledger.charge`.
+    dataset : str or None
+        The name of the data set released about (alone: the default ledger).
+    cost : float or PrivacyReport
+        ε of the release (its total), or its report.
+    what, settings :
+        The release's name and public settings, kept in the ledger's history.
+
     Examples
     --------
     >>> rng = release_generator(0, None, None, 1.0, what="a count", settings={})

@@ -211,6 +211,7 @@ def train_classifier(
     private, epsilon, delta, relation = cfg.private, cfg.epsilon, cfg.delta, cfg.relation
     tensors, n, n_classes, temperature = cfg.tensors, cfg.n, cfg.n_classes, cfg.temperature
     bsz, clip, clipping, prior_std = cfg.batch_size, cfg.max_grad_norm, cfg.clipping, cfg.prior_std
+    accountant, pre = cfg.accountant, cfg.pre_noise_scale
 
     planned = max(1, round(cfg.epochs * n / bsz))
     eta = learning_rates(cfg.schedule, planned)
@@ -240,8 +241,8 @@ def train_classifier(
     sigmas, steps = plan_noise(
         method, details, eta=eta, sample_rate=sample_rate, batch_size=bsz, max_grad_norm=clip,
         n_samples=n, epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
-        temperature=temperature, pre_noise_scale=cfg.pre_noise_scale,
-        accountant=cfg.accountant, relation=relation,
+        temperature=temperature, pre_noise_scale=pre,
+        accountant=accountant, relation=relation,
     )  # fmt: skip
     temperature = details.get("temperature", temperature)
 
@@ -280,7 +281,7 @@ def train_classifier(
                 expected_batch_size=bsz,
                 n_samples=n,
                 temperature=float(temperature),
-                pre_noise_scale=cfg.pre_noise_scale,
+                pre_noise_scale=pre,
                 generator=gen,
                 clipping=clipping,
             )
@@ -359,7 +360,7 @@ def train_classifier(
         target_epsilon=epsilon,
         planned_steps=planned,
         details=details,
-        accountant=cfg.accountant,
+        accountant=accountant,
         relation=relation,
         seeded=seeded,
     )

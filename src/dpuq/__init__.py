@@ -66,11 +66,8 @@ from dpuq.mechanisms import (
     exponential_mechanism_probabilities,
     laplace_mechanism,
 )
-from dpuq.mechanisms.exponential import (
-    exponential_mechanism_accuracy_bound,
-    permute_and_flip,
-    permute_and_flip_probabilities,
-)
+from dpuq.mechanisms.exponential import exponential_mechanism_accuracy_bound
+from dpuq.mechanisms.permute_and_flip import permute_and_flip, permute_and_flip_probabilities
 from dpuq.mechanisms.quantile import (
     private_quantile,
     private_quantile_distribution,
@@ -107,8 +104,10 @@ from dpuq.report import PrivacyReport
 # application (or `logging.basicConfig`) decides where records go
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
-# DP-SGD / DP-SGLD training needs torch and opacus (the ``torch`` extra): imported on first use,
-# and kept out of ``__all__`` so that ``from dpuq import *`` works without torch.
+# Imported on first use (PEP 562), so that `import dpuq` (and so every CLI call) stays cheap:
+# the estimators subclass scikit-learn's BaseEstimator (scikit-learn is imported with them);
+# DP-SGD / DP-SGLD training needs torch and opacus (the ``torch`` extra), and is kept out of
+# ``__all__`` so that ``from dpuq import *`` works without torch.
 _LAZY_TRAINING = (
     "train_classifier",
     "DPSGLDOptimizer",
@@ -116,31 +115,22 @@ _LAZY_TRAINING = (
     "predict_proba",
     "select_and_train",
 )
-
-
-# The estimators subclass scikit-learn's BaseEstimator: imported on first use, so that
-# `import dpuq` (and so every CLI call) does not pay for importing scikit-learn.
-_LAZY_ESTIMATORS = {
+_LAZY = {
     "PrivateConformalClassifier": "dpuq.conformal.classifier",
     "PrivateConformalRegressor": "dpuq.conformal.regressor",
     "PrivateERMClassifier": "dpuq.learning.erm",
     "pac_sample_complexity": "dpuq.learning.erm",
+    **dict.fromkeys(_LAZY_TRAINING, "dpuq.training"),
 }
 
 
 def __getattr__(name: str):
-    if name in _LAZY_ESTIMATORS:
-        import importlib
+    import importlib
 
-        return getattr(importlib.import_module(_LAZY_ESTIMATORS[name]), name)
-    if name in _LAZY_TRAINING:
-        import dpuq.training
-
-        return getattr(dpuq.training, name)
     if name == "accounting":
-        import dpuq.accounting
-
-        return dpuq.accounting
+        return importlib.import_module("dpuq.accounting")
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'dpuq' has no attribute {name!r}")
 
 

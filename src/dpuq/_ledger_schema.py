@@ -1,17 +1,39 @@
-"""The ledger's file layout and records: schema and migrations, history rows, composition.
+"""The ledger's file: schema and migrations, history rows, composition, the SQLite plumbing.
 
 Migrations only add (new tables, new columns with defaults); :data:`SCHEMA_VERSION` is the
 newest one this dpuq knows, recorded in the file's ``schema_version`` table.
+:class:`LedgerFile` opens the file (WAL journal, ``synchronous=FULL``), runs write
+transactions that hold the lock from their start (``BEGIN IMMEDIATE``) and migrates; the
+budgets and spends built on it are :class:`dpuq.ledger.Ledger`'s. The errors are those of
+:mod:`dpuq.ledger`, where they are public.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
-from collections.abc import Iterable
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Release", "Status", "compose_costs", "now"]
+__all__ = [
+    "INSERT_COLUMNS",
+    "MIGRATIONS",
+    "RELEASE_COLUMNS",
+    "SCHEMA_VERSION",
+    "BudgetError",
+    "BudgetExceededError",
+    "LedgerFile",
+    "Release",
+    "Status",
+    "compose_costs",
+    "default_ledger_path",
+    "now",
+]
 
 SCHEMA_VERSION = 2
 MIGRATIONS = {
@@ -115,3 +137,158 @@ class Release:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_row(cls, r: tuple) -> Release:
+        """The record of a row selected with :data:`RELEASE_COLUMNS`."""
+        return cls(*r[:13], bool(r[13]), r[14], json.loads(r[15]) if r[15] else None, r[16])
+
+
+#: The ``releases`` columns a :class:`Release` is read from, and those a new spend writes.
+RELEASE_COLUMNS = ", ".join(Release.__dataclass_fields__)
+INSERT_COLUMNS = ", ".join([*list(Release.__dataclass_fields__)[1:], "pid", "host"])
+
+
+class BudgetError(ValueError):
+    """A ledger refusal: no budget for the data set, or a bad budget."""
+
+    __module__ = "dpuq.ledger"  # its public name (re-exported there), as tracebacks show it
+
+
+class BudgetExceededError(BudgetError):
+    """The release would exceed what is left of the data set's privacy budget."""
+
+    __module__ = "dpuq.ledger"
+
+
+def default_ledger_path() -> Path:
+    """``$DPUQ_LEDGER``, else ``$XDG_DATA_HOME/dpuq/ledger.sqlite``, else
+    ``~/.local/share/dpuq/ledger.sqlite``."""
+    if os.environ.get("DPUQ_LEDGER"):
+        return Path(os.environ["DPUQ_LEDGER"]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join("~", ".local", "share")
+    return Path(base).expanduser() / "dpuq" / "ledger.sqlite"
+
+
+class LedgerFile:
+    """The SQLite file of a ledger: opening, write transactions, migrations, budget rows.
+
+    The base of :class:`dpuq.ledger.Ledger` (which documents the parameters); what a budget
+    and a spend mean is there, how they are stored is here.
+    """
+
+    path: Path
+    timeout: float
+
+    def __init__(
+        self, path: str | os.PathLike | None = None, *, create: bool = True, timeout: float = 60.0
+    ) -> None:
+        where = Path(path) if path is not None else default_ledger_path()
+        self.path = where.expanduser().absolute()
+        self.timeout = float(timeout)
+        if not self.path.exists():
+            if not create:
+                raise BudgetError(
+                    f"no ledger at {str(self.path)!r}: set a budget first with "
+                    "`dpuq budget init --ledger PATH --dataset NAME --epsilon E`"
+                )
+            if path is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            elif not self.path.parent.is_dir():
+                raise ValueError(f"ledger {str(self.path)!r}: directory does not exist")
+        elif self.path.is_dir():
+            raise ValueError(f"ledger {str(self.path)!r}: is a directory")
+        self._migrate(create)
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    # ------------------------------------------------------------------ plumbing
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise OSError(f"ledger {str(self.path)!r}: cannot open ({exc})") from None
+        try:
+            con.execute("PRAGMA synchronous=FULL")
+            con.execute("PRAGMA foreign_keys=ON")
+            yield con
+        except sqlite3.DatabaseError as exc:
+            raise OSError(f"ledger {str(self.path)!r}: {exc}") from None
+        finally:
+            con.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A transaction holding the write lock from its start (BEGIN IMMEDIATE)."""
+        with self._connect() as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def _migrate(self, create: bool) -> None:
+        with self._connect() as con:
+            known = con.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            ).fetchone()
+            if not known and not create:
+                raise BudgetError(
+                    f"{str(self.path)!r} is not a dpuq ledger (no schema_version table)"
+                )
+            if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                con.execute("PRAGMA journal_mode=WAL")
+            if (
+                known
+                and con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+                == SCHEMA_VERSION
+            ):
+                return
+        with self._write() as con:
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version "
+                "(version INTEGER NOT NULL, applied TEXT NOT NULL)"
+            )
+            row = con.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = row[0] or 0
+            if current > SCHEMA_VERSION:
+                raise BudgetError(
+                    f"ledger {str(self.path)!r} has schema version {current}, newer than this "
+                    f"dpuq knows ({SCHEMA_VERSION}): upgrade dpuq"
+                )
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+                con.execute("INSERT INTO schema_version VALUES (?, ?)", (version, now()))
+
+    @staticmethod
+    def _budget_row(con: sqlite3.Connection, dataset: str):
+        row = con.execute(
+            "SELECT epsilon, delta, relation, created FROM datasets WHERE name = ?", (dataset,)
+        ).fetchone()
+        if row is None:
+            raise BudgetError(
+                f"no privacy budget for data set {dataset!r} in the ledger: set one with "
+                f"`dpuq budget init --dataset {dataset} --epsilon E` or Ledger.create_budget"
+            )
+        return row
+
+    @staticmethod
+    def _spent(con: sqlite3.Connection, dataset: str) -> tuple[tuple[float, float], int]:
+        rows = con.execute(
+            "SELECT epsilon, delta FROM releases WHERE dataset = ?", (dataset,)
+        ).fetchall()
+        return compose_costs(rows), len(rows)
+
+    def _finish(self, rid: int, status: str, output: str | None) -> None:
+        with self._write() as con:
+            con.execute(
+                "UPDATE releases SET status = ?, finished_at = ?, output = COALESCE(?, output) "
+                "WHERE id = ?",
+                (status, now(), output, rid),
+            )

@@ -249,6 +249,45 @@ def _compose(pld_lib, groups, p: float, discretization: float, relation: Relatio
     return total
 
 
+def _pld_max_steps(p: float, s: np.ndarray, eps: float, d: float, r: float, rel: Relation) -> int:
+    """PLD part of :func:`dpuq.accounting.max_steps`: the longest prefix of ``s`` within ε.
+
+    Runs of steps in one bucket are composed whole while they fit; in the run that does not,
+    the prefix length is bisected (ε of a prefix grows with its length).
+    """
+    _, pld_lib = _import_dp_accounting()
+    disc = DEFAULT_DISCRETIZATION
+    run_sigma, run_len = _runs(s, r)
+    groups = _grouped(s, r)
+    if run_sigma.size > 2 * groups[0].size:  # unordered schedule: one cheap check first
+        if _compose(pld_lib, groups, p, disc, rel).get_epsilon_for_delta(d) <= eps:
+            return int(s.size)
+    cache: dict[float, object] = {}
+    done, total = 0, None
+    for sigma, length in zip(run_sigma.tolist(), run_len.tolist(), strict=True):
+        if sigma not in cache:
+            cache[sigma] = _step_pld(pld_lib, sigma, p, disc, rel)
+        step = cache[sigma]
+        candidate = step.self_compose(length)
+        if total is not None:
+            candidate = total.compose(candidate)
+        if candidate.get_epsilon_for_delta(d) <= eps:
+            total, done = candidate, done + length
+            continue
+        lo, hi = 0, length  # a prefix of lo steps of this run fits, of hi does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            trial = step.self_compose(mid)
+            if total is not None:
+                trial = total.compose(trial)
+            if trial.get_epsilon_for_delta(d) <= eps:
+                lo = mid
+            else:
+                hi = mid
+        return done + lo
+    return done
+
+
 def pld_epsilon(
     sample_rate: float,
     noise_multipliers,

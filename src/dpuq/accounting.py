@@ -50,11 +50,9 @@ from dpuq.accountants import (
     _check_relation,
     _check_sample_rate,
     _check_sigmas,
-    _compose,
-    _grouped,
     _import_dp_accounting,
+    _pld_max_steps,
     _replace_one_by_group_privacy,
-    _runs,
     _step_pld,
     gdp_delta,
     gdp_epsilon,
@@ -155,6 +153,12 @@ def _check_accountant(accountant: str) -> str:
     return accountant
 
 
+def _check_target(epsilon, delta, accountant, relation) -> tuple[float, float, str, Relation]:
+    """The checked target of a plan: ε > 0, δ in (0, 1), the accountant, the relation."""
+    eps, d = check_epsilon(epsilon), _check_delta(delta)
+    return eps, d, _check_accountant(accountant), _check_relation(relation)
+
+
 def epsilon_spent(
     sample_rate: float,
     noise_multipliers,
@@ -225,11 +229,8 @@ def max_steps(
     """
     p = _check_sample_rate(sample_rate)
     s = _check_sigmas(noise_multipliers)
-    eps = check_epsilon(epsilon)
-    d = _check_delta(delta)
-    acc = _check_accountant(accountant)
+    eps, d, acc, rel = _check_target(epsilon, delta, accountant, relation)
     r = _check_bucket_ratio(bucket_ratio)
-    rel = _check_relation(relation)
 
     if acc == "gdp":
         factor = 2.0 if rel is Relation.REPLACE_ONE else 1.0
@@ -253,37 +254,7 @@ def max_steps(
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
         return lo
 
-    _, pld_lib = _import_dp_accounting()
-    disc = DEFAULT_DISCRETIZATION
-    run_sigma, run_len = _runs(s, r)
-    groups = _grouped(s, r)
-    if run_sigma.size > 2 * groups[0].size:  # unordered schedule: one cheap check first
-        if _compose(pld_lib, groups, p, disc, rel).get_epsilon_for_delta(d) <= eps:
-            return int(s.size)
-    cache: dict[float, object] = {}
-    done, total = 0, None
-    for sigma, length in zip(run_sigma.tolist(), run_len.tolist(), strict=True):
-        if sigma not in cache:
-            cache[sigma] = _step_pld(pld_lib, sigma, p, disc, rel)
-        step = cache[sigma]
-        candidate = step.self_compose(length)
-        if total is not None:
-            candidate = total.compose(candidate)
-        if candidate.get_epsilon_for_delta(d) <= eps:
-            total, done = candidate, done + length
-            continue
-        lo, hi = 0, length  # a prefix of lo steps of this run fits, of hi does not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            trial = step.self_compose(mid)
-            if total is not None:
-                trial = total.compose(trial)
-            if trial.get_epsilon_for_delta(d) <= eps:
-                lo = mid
-            else:
-                hi = mid
-        return done + lo
-    return done
+    return _pld_max_steps(p, s, eps, d, r, rel)
 
 
 def calibrate_noise_multiplier(
@@ -311,10 +282,7 @@ def calibrate_noise_multiplier(
     """
     p = _check_sample_rate(sample_rate)
     k = check_positive_int(steps, "steps")
-    eps = check_epsilon(epsilon)
-    d = _check_delta(delta)
-    acc = _check_accountant(accountant)
-    rel = _check_relation(relation)
+    eps, d, acc, rel = _check_target(epsilon, delta, accountant, relation)
     factor = 2.0 if rel is Relation.REPLACE_ONE else 1.0
 
     def spent(sigma: float) -> float:
@@ -442,10 +410,7 @@ def calibrate_temperature(
         )
     )
     p = _check_sample_rate(float(batch_size) / check_positive_int(n_samples, "n_samples"))
-    eps = check_epsilon(epsilon)
-    d = _check_delta(delta)
-    acc = _check_accountant(accountant)
-    rel = _check_relation(relation)
+    eps, d, acc, rel = _check_target(epsilon, delta, accountant, relation)
 
     def fits(temp: float) -> bool:
         # coarse groups (1.05) overstate ε, so the T found is safe for finer accounting too

@@ -19,9 +19,10 @@ refused by an add/remove-one budget (no conversion exists).
 The file: WAL journal (readers never block the writer), ``synchronous=FULL`` (a committed spend
 survives a power cut), a ``schema_version`` table, migrations that only add.
 
-Length (over ~450 lines): the check of what is left and the recording of a spend must share one
-write transaction, so :class:`Ledger` keeps them in one class; the schema is in
-:mod:`dpuq._ledger_schema`.
+The file itself (schema, migrations, transactions) is :mod:`dpuq._ledger_schema`; when a
+release must be charged (``DPUQ_REQUIRE_LEDGER``, caller-charged draws) is
+:mod:`dpuq._ledger_gate`. The check of what is left and the recording of a spend share one
+write transaction, in :meth:`Ledger.reserve`.
 
 Examples
 --------
@@ -40,28 +41,40 @@ dpuq.ledger.BudgetExceededError: privacy budget of data set 'patients' exceeded:
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import json
 import math
 import os
 import socket
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpuq._ledger_gate import (
+    CALLER_CHARGED,
+    REQUIRE_LEDGER_ENV,
+    LedgerRequiredError,
+    ledger_required,
+)
+from dpuq._ledger_gate import _simulation as _simulation  # re-exported (dpuq reproduce, demo)
+from dpuq._ledger_gate import _within_charged_release as _within_charged_release  # re-exported
 from dpuq._ledger_schema import (
-    MIGRATIONS,
+    INSERT_COLUMNS,
+    RELEASE_COLUMNS,
     SCHEMA_VERSION,
+    BudgetError,
+    BudgetExceededError,
+    LedgerFile,
     Release,
     Status,
     compose_costs,
+    default_ledger_path,
     now,
 )
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
     "CALLER_CHARGED",
+    "SCHEMA_VERSION",
     "BudgetError",
     "BudgetExceededError",
     "Ledger",
@@ -78,23 +91,6 @@ __all__ = [
 
 #: Relative slack on the budget comparison (float sums of decimal costs; 5 x 0.2 == 1).
 _SLACK = 1e-12
-
-
-class BudgetError(ValueError):
-    """A ledger refusal: no budget for the data set, or a bad budget."""
-
-
-class BudgetExceededError(BudgetError):
-    """The release would exceed what is left of the data set's privacy budget."""
-
-
-def default_ledger_path() -> Path:
-    """``$DPUQ_LEDGER``, else ``$XDG_DATA_HOME/dpuq/ledger.sqlite``, else
-    ``~/.local/share/dpuq/ledger.sqlite``."""
-    if os.environ.get("DPUQ_LEDGER"):
-        return Path(os.environ["DPUQ_LEDGER"]).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join("~", ".local", "share")
-    return Path(base).expanduser() / "dpuq" / "ledger.sqlite"
 
 
 def _check_name(dataset) -> str:
@@ -126,11 +122,7 @@ def _settings_json(settings) -> str | None:
     return json.dumps(settings, sort_keys=True, default=str)
 
 
-_RELEASE_COLUMNS = ", ".join(Release.__dataclass_fields__)
-_INSERT_COLUMNS = ", ".join([*list(Release.__dataclass_fields__)[1:], "pid", "host"])
-
-
-class Ledger:
+class Ledger(LedgerFile):
     """A privacy budget ledger in one SQLite file (created, with its schema, if missing).
 
     Parameters
@@ -142,111 +134,6 @@ class Ledger:
     timeout : float, default 60
         Seconds to wait for another process's write lock.
     """
-
-    def __init__(
-        self, path: str | os.PathLike | None = None, *, create: bool = True, timeout: float = 60.0
-    ) -> None:
-        where = Path(path) if path is not None else default_ledger_path()
-        self.path = where.expanduser().absolute()
-        self.timeout = float(timeout)
-        if not self.path.exists():
-            if not create:
-                raise BudgetError(
-                    f"no ledger at {str(self.path)!r}: set a budget first with "
-                    "`dpuq budget init --ledger PATH --dataset NAME --epsilon E`"
-                )
-            if path is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            elif not self.path.parent.is_dir():
-                raise ValueError(f"ledger {str(self.path)!r}: directory does not exist")
-        elif self.path.is_dir():
-            raise ValueError(f"ledger {str(self.path)!r}: is a directory")
-        self._migrate(create)
-
-    def __repr__(self) -> str:
-        return f"Ledger({str(self.path)!r})"
-
-    # ------------------------------------------------------------------ plumbing
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        try:
-            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise OSError(f"ledger {str(self.path)!r}: cannot open ({exc})") from None
-        try:
-            con.execute("PRAGMA synchronous=FULL")
-            con.execute("PRAGMA foreign_keys=ON")
-            yield con
-        except sqlite3.DatabaseError as exc:
-            raise OSError(f"ledger {str(self.path)!r}: {exc}") from None
-        finally:
-            con.close()
-
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A transaction holding the write lock from its start (BEGIN IMMEDIATE)."""
-        with self._connect() as con:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-
-    def _migrate(self, create: bool) -> None:
-        with self._connect() as con:
-            known = con.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
-            ).fetchone()
-            if not known and not create:
-                raise BudgetError(
-                    f"{str(self.path)!r} is not a dpuq ledger (no schema_version table)"
-                )
-            if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                con.execute("PRAGMA journal_mode=WAL")
-            if (
-                known
-                and con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-                == SCHEMA_VERSION
-            ):
-                return
-        with self._write() as con:
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version "
-                "(version INTEGER NOT NULL, applied TEXT NOT NULL)"
-            )
-            row = con.execute("SELECT MAX(version) FROM schema_version").fetchone()
-            current = row[0] or 0
-            if current > SCHEMA_VERSION:
-                raise BudgetError(
-                    f"ledger {str(self.path)!r} has schema version {current}, newer than this "
-                    f"dpuq knows ({SCHEMA_VERSION}): upgrade dpuq"
-                )
-            for version in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        con.execute(statement)
-                con.execute("INSERT INTO schema_version VALUES (?, ?)", (version, now()))
-
-    @staticmethod
-    def _budget_row(con: sqlite3.Connection, dataset: str):
-        row = con.execute(
-            "SELECT epsilon, delta, relation, created FROM datasets WHERE name = ?", (dataset,)
-        ).fetchone()
-        if row is None:
-            raise BudgetError(
-                f"no privacy budget for data set {dataset!r} in the ledger: set one with "
-                f"`dpuq budget init --dataset {dataset} --epsilon E` or Ledger.create_budget"
-            )
-        return row
-
-    @staticmethod
-    def _spent(con: sqlite3.Connection, dataset: str) -> tuple[tuple[float, float], int]:
-        rows = con.execute(
-            "SELECT epsilon, delta FROM releases WHERE dataset = ?", (dataset,)
-        ).fetchall()
-        return compose_costs(rows), len(rows)
 
     # ------------------------------------------------------------------ budgets
     def create_budget(
@@ -306,17 +193,14 @@ class Ledger:
 
     def releases(self, dataset: str | None = None) -> list[Release]:
         """The history, oldest first (of one data set, or of all)."""
-        query = f"SELECT {_RELEASE_COLUMNS} FROM releases"
+        query = f"SELECT {RELEASE_COLUMNS} FROM releases"
         params: tuple = ()
         if dataset is not None:
             query += " WHERE dataset = ?"
             params = (_check_name(dataset),)
         with self._connect() as con:
             rows = con.execute(query + " ORDER BY id", params).fetchall()
-        return [
-            Release(*r[:13], bool(r[13]), r[14], json.loads(r[15]) if r[15] else None, r[16])
-            for r in rows
-        ]
+        return [Release.from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ spending
     def reserve(
@@ -377,7 +261,7 @@ class Ledger:
                     "nothing was released"
                 )
             cur = con.execute(
-                f"INSERT INTO releases ({_INSERT_COLUMNS}) "
+                f"INSERT INTO releases ({INSERT_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     dataset,
@@ -402,14 +286,6 @@ class Ledger:
             )
             rid = int(cur.lastrowid)
         return Receipt(self, rid, dataset, eps, dl, b_rel)
-
-    def _finish(self, rid: int, status: str, output: str | None) -> None:
-        with self._write() as con:
-            con.execute(
-                "UPDATE releases SET status = ?, finished_at = ?, output = COALESCE(?, output) "
-                "WHERE id = ?",
-                (status, now(), output, rid),
-            )
 
     @contextlib.contextmanager
     def spend(
@@ -513,68 +389,6 @@ def release_trail(
             "remaining delta": status.remaining_delta,
         }
     return trail
-
-
-class LedgerRequiredError(BudgetError):
-    """``DPUQ_REQUIRE_LEDGER=1`` is set and a release was asked for without a ledger."""
-
-
-class _CallerCharged:
-    """``ledger=CALLER_CHARGED``: the caller already charged this draw as part of a larger
-    release (a composite release charges its total once), or runs it on synthetic data in a
-    simulation; :func:`charge` then does nothing. Internal use only."""
-
-    _instance = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "CALLER_CHARGED"
-
-    def __reduce__(self):
-        return (_CallerCharged, ())
-
-
-#: Passed as ``ledger=`` by dpuq's own composite releases to the mechanisms they are built
-#: from: the composite charged the total once, before any noise.
-CALLER_CHARGED = _CallerCharged()
-
-#: The environment variable that makes a ledger mandatory for every release.
-REQUIRE_LEDGER_ENV = "DPUQ_REQUIRE_LEDGER"
-
-
-_SIMULATION = contextvars.ContextVar("dpuq_simulation", default=False)
-
-
-@contextlib.contextmanager
-def _simulation() -> Iterator[None]:
-    """Inside: dpuq's own experiments (``dpuq reproduce``, ``dpuq demo``), which repeat
-    releases over random splits to measure them and publish none of them for use, run without
-    a ledger even when one is required. An explicit ``ledger=`` is still charged. Internal: the
-    requirement guards against forgetting the ledger, not against code that means to avoid it
-    (which could as well unset the variable)."""
-    token = _SIMULATION.set(True)
-    try:
-        yield
-    finally:
-        _SIMULATION.reset(token)
-
-
-#: Inside a composite release that charged its total (e.g. ``private_selection``'s runs, user
-#: code included): releases without a ledger are part of it and not refused. The same switch.
-_within_charged_release = _simulation
-
-
-def ledger_required() -> bool:
-    """Whether ``$DPUQ_REQUIRE_LEDGER`` asks that every release be charged to a ledger
-    (outside dpuq's own experiments)."""
-    if _SIMULATION.get():
-        return False
-    value = os.environ.get(REQUIRE_LEDGER_ENV, "").strip().lower()
-    return value not in ("", "0", "false", "no", "off")
 
 
 def charge(

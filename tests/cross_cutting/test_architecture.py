@@ -145,7 +145,17 @@ def reachable(graph: dict[str, set[str]], start: str) -> dict[str, str]:
 # data-free rooms that every method leans on below the methods:
 LAYERS = (
     # foundations: checks, files, the privacy report type, versions (no statistics)
-    ("_version", "_validation", "_atomic", "_progress", "_ledger_schema", "report", "io"),
+    (
+        "_version",
+        "_validation",
+        "_atomic",
+        "_progress",
+        "_ledger_schema",
+        "_ledger_gate",
+        "_io_text",
+        "report",
+        "io",
+    ),
     # the budget book: every release charges it
     ("ledger",),
     # private release: the exact samplers and the accountants (privacy-critical)

@@ -48,10 +48,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpuq._validation import check_epsilon, check_labels, check_positive_int, check_scores
-from dpuq.ledger import charge
-from dpuq.mechanisms.exponential import sample_log_weights
-from dpuq.mechanisms.quantile import bin_edges, bin_index
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.bins import bin_edges, bin_index
+from dpuq.mechanisms.log_weights import sample_log_weights
+from dpuq.mechanisms.randomness import RandomState, release_generator
 
 __all__ = [
     "check_rank_schedule",
@@ -229,15 +228,9 @@ def class_thresholds(
     eps, sched, p, edges, counts = _validated(
         scores, labels, n_classes, epsilon, n_bins, schedule, pad, counts
     )
-    charge(
-        ledger,
-        dataset,
-        eps,
-        what="class_thresholds: class-conditional thresholds",
-        seeded=random_state is not None,
-        settings={"n_classes": int(n_classes), "n_bins": int(n_bins)},
-    )
-    rng = check_random_state(random_state)
+    settings = {"n_classes": int(n_classes), "n_bins": int(n_bins)}
+    what = "class_thresholds: class-conditional thresholds"
+    rng = release_generator(random_state, ledger, dataset, eps, what=what, settings=settings)
     lw = _class_log_weights(counts, sched, p, eps)
     picks = [sample_log_weights(row, rng) for row in lw]
     return edges[np.asarray(picks, dtype=np.int64)]

@@ -38,7 +38,6 @@ import math
 import numpy as np
 
 from dpuq._validation import as_real_array, check_epsilon, check_positive_finite
-from dpuq.ledger import charge
 from dpuq.mechanisms.discrete_laplace import (
     discrete_laplace_log_pmf,
     laplace_lattice,
@@ -46,7 +45,7 @@ from dpuq.mechanisms.discrete_laplace import (
     laplace_release,
     lattice_laplace_scale,
 )
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import RandomState, release_generator
 
 __all__ = [
     "discrete_laplace_log_pmf",
@@ -122,13 +121,9 @@ def laplace_mechanism(
         L1 sensitivity ``Δ`` > 0 of ``f`` under the caller's neighbouring relation.
     epsilon : float
         Privacy parameter, > 0.
-    random_state : None, int or numpy.random.Generator
-        None (default) uses OS entropy: use it for releases. A seed is for experiments.
-    ledger : dpuq.Ledger, path or None
-        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
-        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
-    dataset : str or None
-        The name of the data set released about.
+    random_state, ledger, dataset :
+        Randomness (None: OS entropy, for releases) and budget (charged before any noise),
+        as in :func:`~dpuq.mechanisms.randomness.release_generator`.
 
     Returns
     -------
@@ -145,14 +140,9 @@ def laplace_mechanism(
     scale = laplace_scale(sensitivity, epsilon, max(1, arr.size))
     if not np.all(np.isfinite(arr)):
         raise ValueError("value must be finite")
-    rng = check_random_state(random_state)
-    charge(
-        ledger,
-        dataset,
-        float(epsilon),
-        what="laplace_mechanism",
-        seeded=random_state is not None,
-        settings={"size": int(arr.size), "sensitivity": float(sensitivity)},
+    settings = {"size": int(arr.size), "sensitivity": float(sensitivity)}
+    rng = release_generator(
+        random_state, ledger, dataset, float(epsilon), what="laplace_mechanism", settings=settings
     )
     return laplace_release(arr, scale=scale, random_state=rng)
 

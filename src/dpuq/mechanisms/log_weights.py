@@ -36,16 +36,49 @@ Ties and ambiguous cases are decided in exact rational arithmetic from the doubl
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
 
+from dpuq._validation import check_array_1d, check_epsilon, check_positive_finite
 from dpuq.mechanisms.exact import bernoulli_certified, uniform_below, uniform_bits
 
-__all__ = ["bernoulli_exp_neg", "sample_log_weights", "sample_log_weights_rows"]
+__all__ = [
+    "bernoulli_exp_neg",
+    "sample_log_weights",
+    "sample_log_weights_rows",
+    "utility_log_weights",
+]
 
 _REL_ERR = 2.0**-41
 _INFLATE = 1.0 + 2.0**-40
+
+
+def utility_log_weights(utilities, epsilon, sensitivity, monotone: bool = False) -> np.ndarray:
+    """Log-weights ``ε (u_r - max u) / (2Δu)`` of utilities (``ε (u_r - max u) / Δu`` if monotone).
+
+    The exponent of the exponential mechanism and of permute-and-flip's acceptances, checked:
+    finite utilities, ε > 0, ``Δu`` > 0 with ``ε/Δu`` finite. Their privacy arguments are at
+    the top of :mod:`dpuq.mechanisms.exponential` and :mod:`dpuq.mechanisms.permute_and_flip`.
+    Shifted by the largest utility (the law is unchanged): log-weights ``<= 0``, so huge
+    utilities cannot lose the normaliser to rounding; a gap that overflows is weight 0.
+
+    Examples
+    --------
+    >>> utility_log_weights([0.0, 1.0], 2.0, 1.0).tolist()
+    [-1.0, 0.0]
+    """
+    u = check_array_1d(utilities, "utilities")
+    eps = check_epsilon(epsilon)
+    sens = check_positive_finite(sensitivity, "sensitivity")
+    scale = eps / (sens if monotone else 2.0 * sens)
+    if not math.isfinite(scale):
+        raise ValueError(
+            f"sensitivity={sensitivity!r} is too small: epsilon / sensitivity overflows"
+        )
+    with np.errstate(over="ignore"):
+        return (u - u.max()) * scale
 
 
 def _check_log_weights(log_weights, ndim: int) -> np.ndarray:
@@ -152,10 +185,10 @@ def sample_log_weights(log_weights, rng: np.random.Generator) -> int:
     Returns
     -------
     int
+        The drawn index.
 
     Examples
     --------
-    >>> import numpy as np
     >>> sample_log_weights(np.array([0.0, -np.inf]), np.random.default_rng(0))
     0
     """

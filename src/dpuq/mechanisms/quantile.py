@@ -26,7 +26,8 @@ exactly, since empty bins between two occupied ones share ``L_j = C_j``) and dra
 with :func:`dpuq.mechanisms.exponential.sample_log_weights_rows`, then a uniform bin inside a
 chosen run (``Generator.integers``, exact). :func:`private_quantile` is the one-row case of
 :func:`private_quantiles`. The exact law (:func:`private_quantile_log_distribution`) is
-computed from the same utility function over all m bins.
+computed from the same utility function over all m bins. The public grid and the binning
+(:func:`bin_edges`, :func:`bin_index`) are in :mod:`dpuq.mechanisms.bins`.
 """
 
 from __future__ import annotations
@@ -36,15 +37,10 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from dpuq._validation import (
-    _as_float,
-    check_epsilon,
-    check_n_bins,
-    check_scores,
-)
-from dpuq.ledger import charge
-from dpuq.mechanisms.exponential import sample_log_weights_rows
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq._validation import _as_float, check_epsilon, check_scores
+from dpuq.mechanisms.bins import _bin_index_fast, bin_edges, bin_index
+from dpuq.mechanisms.log_weights import sample_log_weights_rows
+from dpuq.mechanisms.randomness import RandomState, release_generator
 
 __all__ = [
     "UTILITIES",
@@ -64,54 +60,6 @@ _BATCH_CANDIDATES = 1 << 22
 #: Up to ``m <= _DENSE_FACTOR (n + 1)`` bins the law is built over all bins; above, runs of
 #: empty bins are grouped (``2n + 1`` candidates per row, whatever m).
 _DENSE_FACTOR = 4
-
-
-def bin_edges(n_bins: int) -> np.ndarray:
-    """Candidate thresholds ``e_j = j / m`` for ``j = 1..m`` (``e_m`` is exactly 1.0).
-
-    Binning (:func:`bin_index`) and prediction sets both compare against this one array, so
-    ``S <= e_k`` exactly when ``b(S) <= k``: the identity the coverage proofs use.
-
-    Examples
-    --------
-    >>> bin_edges(4).tolist()
-    [0.25, 0.5, 0.75, 1.0]
-    """
-    m = check_n_bins(n_bins)
-    return np.arange(1, m + 1, dtype=float) / m
-
-
-def bin_index(scores: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """0-based bin of each score: the smallest ``j`` with ``s <= edges[j]`` (0 goes to bin 0).
-
-    Examples
-    --------
-    >>> bin_index(np.array([0.0, 0.25, 0.26, 1.0]), bin_edges(4)).tolist()
-    [0, 0, 1, 3]
-    """
-    return np.searchsorted(edges, scores, side="left")
-
-
-def _bin_index_fast(scores: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """:func:`bin_index` for any shape, without a binary search, with identical results.
-
-    Starts from ``ceil(s m) - 1`` and corrects it against the same ``edges`` until
-    ``edges[b-1] < s <= edges[b]`` holds exactly (the guess is off by at most one bin).
-    """
-    m = edges.size
-    b = np.ceil(scores * m).astype(np.int64) - 1
-    np.clip(b, 0, m - 1, out=b)
-    while True:
-        up = (scores > edges[b]) & (b < m - 1)
-        if not up.any():
-            break
-        b[up] += 1
-    while True:
-        down = (b > 0) & (scores <= edges[np.maximum(b - 1, 0)])
-        if not down.any():
-            break
-        b[down] -= 1
-    return b
 
 
 def _check_utility(utility) -> str:
@@ -326,15 +274,10 @@ def private_quantiles(
     q = _check_level(level, utility)
     eps = check_epsilon(epsilon)
     edges = bin_edges(n_bins)
-    rng = check_random_state(random_state)
     rows, n = s.shape
-    charge(
-        ledger,
-        dataset,
-        eps,
-        what="private_quantiles",
-        seeded=random_state is not None,
-        settings={"level": q, "n": int(n), "rows": int(rows), "n_bins": int(edges.size)},
+    settings = {"level": q, "n": int(n), "rows": int(rows), "n_bins": int(edges.size)}
+    rng = release_generator(
+        random_state, ledger, dataset, eps, what="private_quantiles", settings=settings
     )
     if _uninformative(q, utility):
         return np.ones(rows)
@@ -375,14 +318,10 @@ def private_quantile(
         Privacy parameter > 0.
     n_bins : int
         Number of bins ``m`` >= 2.
-    random_state : None, int or numpy.random.Generator
-        None (default): OS entropy, for releases. A seed: for experiments only.
     utility : {"rank", "weighted"}, default "rank"
-    ledger : dpuq.Ledger, path or None
-        Charge ``epsilon`` to ``dataset``'s budget before any noise is drawn (after every
-        setting is checked), or refuse the release (:func:`dpuq.ledger.charge`).
-    dataset : str or None
-        The name of the data set released about.
+    random_state, ledger, dataset :
+        Randomness (None: OS entropy, for releases) and budget (charged before any noise),
+        as in :func:`~dpuq.mechanisms.randomness.release_generator`.
 
     Returns
     -------
@@ -441,15 +380,10 @@ def private_quantile_from_counts(
     q = _check_level(level, utility)
     eps = check_epsilon(epsilon)
     edges = bin_edges(c.size)
-    rng = check_random_state(random_state)
     n = int(c.sum())
-    charge(
-        ledger,
-        dataset,
-        eps,
-        what="private_quantile_from_counts",
-        seeded=random_state is not None,
-        settings={"level": q, "n": n, "n_bins": int(c.size)},
+    settings = {"level": q, "n": n, "n_bins": int(c.size)}
+    rng = release_generator(
+        random_state, ledger, dataset, eps, what="private_quantile_from_counts", settings=settings
     )
     if _uninformative(q, utility):
         return 1.0

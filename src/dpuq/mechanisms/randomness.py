@@ -11,6 +11,8 @@ from numbers import Integral
 
 import numpy as np
 
+from dpuq.ledger import charge
+
 __all__ = [
     "RandomState",
     "bootstrap_weights",
@@ -19,6 +21,7 @@ __all__ = [
     "derive_seed",
     "derived_generator",
     "mark_seeded",
+    "release_generator",
     "row_uniforms",
     "simulated_sorted_uniforms",
 ]
@@ -53,6 +56,43 @@ def check_random_state(random_state: RandomState = None) -> np.random.Generator:
         "random_state must be None, a non-negative int or a numpy.random.Generator, "
         f"got {type(random_state).__name__}"
     )
+
+
+def release_generator(
+    random_state: RandomState, ledger, dataset: str | None, cost, *, what: str, settings: dict
+) -> np.random.Generator:
+    """The generator of a release, handed out only after its cost is charged.
+
+    The last step of every mechanism before its noise: checks ``random_state``, then charges
+    ``cost`` (ε, or a :class:`~dpuq.report.PrivacyReport`) to ``dataset`` through
+    :func:`dpuq.ledger.charge` (which may refuse the release), then returns the generator.
+    Call it after every other setting is checked. ``seeded`` is recorded from ``random_state``.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.Generator
+        None (the mechanisms' default) uses OS entropy: use it for releases. A seed (or a
+        Generator) makes a run reproducible: for experiments and tests only, since anyone who
+        knows it can undo the noise; the ledger records the release as seeded.
+    ledger : dpuq.Ledger, path or None
+        Charge ``cost`` to ``dataset``'s budget, or refuse the release
+        (:class:`~dpuq.ledger.BudgetExceededError`): :func:`dpuq.ledger.charge`.
+    dataset : str or None
+        The name of the data set released about (alone: the default ledger).
+    cost : float or PrivacyReport
+        ε of the release (its total), or its report.
+    what, settings :
+        The release's name and public settings, kept in the ledger's history.
+
+    Examples
+    --------
+    >>> rng = release_generator(0, None, None, 1.0, what="a count", settings={})
+    >>> isinstance(rng, np.random.Generator)
+    True
+    """
+    rng = check_random_state(random_state)
+    charge(ledger, dataset, cost, what=what, seeded=random_state is not None, settings=settings)
+    return rng
 
 
 def check_estimator_random_state(random_state, name: str = "random_state") -> int | None:

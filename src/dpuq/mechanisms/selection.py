@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit
-from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
+from dpuq.mechanisms.randomness import RandomState, mark_seeded, release_generator
 from dpuq.mechanisms.repetitions import (
     DISTRIBUTIONS,
     bernoulli_rational,
@@ -351,20 +351,15 @@ def private_selection(
         ),
         seeded=random_state is not None,
     )
-    from dpuq.ledger import _within_charged_release, charge
+    from dpuq.ledger import _within_charged_release
 
-    # always through charge: with DPUQ_REQUIRE_LEDGER=1 a selection without a ledger is refused
-    charge(
-        ledger,
-        dataset,
-        report,
-        what=mechanism,
-        seeded=random_state is not None,
-        settings=dict(details),  # public: the distribution of K, the budget, |candidates|
+    # always charged: with DPUQ_REQUIRE_LEDGER=1 a selection without a ledger is refused.
+    # settings: public (the distribution of K, the budget, |candidates|)
+    rng = release_generator(
+        random_state, ledger, dataset, report, what=mechanism, settings=dict(details)
     )
 
     # ---- the runs ---------------------------------------------------------------------------
-    rng = check_random_state(random_state)
     k = sample_repetitions(
         distribution,
         rng,

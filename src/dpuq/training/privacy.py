@@ -164,15 +164,12 @@ def plan_noise(
     """
     planned = int(np.size(eta))
     sigmas = None
+    # the budget that every accounting call below plans against
+    target = {"epsilon": epsilon, "delta": delta, "accountant": accountant, "relation": relation}
     if method == "dpsgd":
         if noise_multiplier is None:
             sigma = accounting.calibrate_noise_multiplier(
-                sample_rate=sample_rate,
-                steps=planned,
-                epsilon=epsilon,
-                delta=delta,
-                accountant=accountant,
-                relation=relation,
+                sample_rate=sample_rate, steps=planned, **target
             )
         else:
             sigma = _as_float(noise_multiplier, "noise_multiplier")
@@ -188,10 +185,7 @@ def plan_noise(
                 batch_size=batch_size,
                 max_grad_norm=max_grad_norm,
                 n_samples=n_samples,
-                epsilon=epsilon,
-                delta=delta,
-                accountant=accountant,
-                relation=relation,
+                **target,
             )
             details["temperature chosen"] = "auto: the coldest T that runs every planned step"
         sigmas = np.atleast_1d(
@@ -205,14 +199,7 @@ def plan_noise(
         )
         details.update(temperature=float(temperature), pre_noise_scale=pre_noise_scale)
     if method != "sgd":
-        steps = accounting.max_steps(
-            sample_rate,
-            sigmas,
-            epsilon=epsilon,
-            delta=delta,
-            accountant=accountant,
-            relation=relation,
-        )
+        steps = accounting.max_steps(sample_rate, sigmas, **target)
     else:
         steps = planned
     return sigmas, steps

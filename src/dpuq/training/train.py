@@ -1,9 +1,10 @@
 """One entry point for SGD, DP-SGD and DP-SGLD training of a PyTorch classifier (on Opacus).
 
-Length (~470 lines, half of it the docstring of :func:`train_classifier`): the loop itself. Its
-parts live beside it: batches and data checks (:mod:`dpuq.training.batches`), iterate
-averaging (:mod:`dpuq.training.averaging`), the noise plan and the privacy report
-(:mod:`dpuq.training.privacy`).
+The loop itself. Its parts live beside it: the settings, the recipe's defaults and their checks
+(:mod:`dpuq.training.settings`), batches and data checks (:mod:`dpuq.training.batches`),
+iterate averaging (:mod:`dpuq.training.averaging`), the noise plan and the privacy report
+(:mod:`dpuq.training.privacy`). What the methods do and where the defaults come from:
+``docs/training.md``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from dpuq import accounting
 from dpuq._progress import progress
-from dpuq._validation import _as_float, check_epsilon, check_in_open_unit, check_positive_int
+from dpuq._validation import _as_float
 from dpuq.mechanisms.randomness import mark_seeded
 from dpuq.report import PrivacyReport, Relation
 from dpuq.training.averaging import (
@@ -29,16 +29,15 @@ from dpuq.training.averaging import (
     snapshot_steps,
 )
 from dpuq.training.batches import (
-    as_tensors,
     batches_private,
     batches_shuffled,
     check_label_range,
-    n_outputs,
     torch_generator,
 )
 from dpuq.training.privacy import plan_noise, private_training_report
-from dpuq.training.recipe import AUTO, CLIPPING, auto_recipe
-from dpuq.training.schedules import as_schedule, learning_rates
+from dpuq.training.recipe import AUTO
+from dpuq.training.schedules import learning_rates
+from dpuq.training.settings import METHODS, check_private_model, resolve_settings
 
 __all__ = [
     "AVERAGING",
@@ -50,14 +49,6 @@ __all__ = [
     "predict_proba",
     "train_classifier",
 ]
-
-#: Training methods of :func:`train_classifier`.
-METHODS = ("sgd", "dpsgd", "dpsgld")
-#: What ``"auto"`` means for the optimiser settings when the learning rate is the user's.
-CLASSIC_DEFAULTS = {
-    "max_grad_norm": 1.0, "clipping": "flat", "momentum": 0.0, "iterate_averaging": 0,
-    "averaging": "predictive", "averaging_start": 0.5, "prior_std": None,
-}  # fmt: skip
 
 
 class TrainingResult(NamedTuple):
@@ -76,44 +67,6 @@ class TrainingResult(NamedTuple):
 
     model: nn.Module
     privacy_report: PrivacyReport
-
-
-def check_private_model(model: nn.Module) -> None:
-    """Raise ValueError naming every layer that Opacus cannot train privately.
-
-    Runs Opacus' module validators (e.g. BatchNorm mixes examples of a batch, so per-example
-    gradients do not exist) on every submodule, and rejects trainable layers with buffers.
-
-    Examples
-    --------
-    >>> check_private_model(nn.Sequential(nn.Linear(2, 2)))
-    >>> check_private_model(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)))
-    Traceback (most recent call last):
-    ...
-    ValueError: model cannot be trained privately by Opacus: layer '1' (BatchNorm1d): ...
-    """
-    from opacus.validators import ModuleValidator
-
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    problems = []
-    for name, module in model.named_modules():
-        label = f"layer '{name or '<root>'}' ({type(module).__name__})"
-        validator = ModuleValidator.VALIDATORS.get(type(module))
-        if validator is not None:
-            for err in validator(module):
-                problems.append(f"{label}: {str(err).strip().splitlines()[0]}")
-        has_params = any(p.requires_grad for p in module.parameters(recurse=False))
-        if has_params and any(True for _ in module.buffers(recurse=False)):
-            if validator is None:
-                problems.append(f"{label}: trainable layer with buffers (not private)")
-    if problems:
-        raise ValueError(
-            "model cannot be trained privately by Opacus: "
-            + "; ".join(problems)
-            + ". Replace such layers (e.g. BatchNorm by GroupNorm; "
-            "opacus.validators.ModuleValidator.fix(model) does it)."
-        )
 
 
 def train_classifier(
@@ -150,50 +103,13 @@ def train_classifier(
 
     ``train_classifier(model, data, method="dpsgd", epsilon=3, delta=1e-5)`` trains well with
     nothing else: every setting left at ``"auto"`` comes from the data-free recipe
-    :func:`dpuq.training.recipe.auto_recipe`, a function of public quantities only (N, ε, δ,
-    the relation, the model's parameter count, the number of classes), so choosing it costs no
-    privacy. Its rules and their sources (details in :mod:`dpuq.training.recipe`):
-
-    - normalised ("automatic") clipping with ``C = 1``, so C needs no tuning (Bu, Wang, Zha,
-      Karypis, NeurIPS 2023);
-    - a fixed number of steps with the batch from a compute budget, at a noise per averaged
-      gradient σ/B that depends on the steps only (Sander, Stock, Sablayrolles 2023, "TAN
-      without a burn"), σ kept >= 2;
-    - large batches, many steps, no momentum, a constant rate and averaged late weights (De,
-      Berrada, Hayes, Smith, Balle 2022);
-    - DP-SGLD: a Welling-Teh decaying rate, the temperature calibrated to the budget, the
-      posterior predictive average and a standard-normal prior (Knolle et al. 2021).
-
-    The optimiser settings (``clipping``, ``momentum``, averaging, ``prior_std``,
-    ``max_grad_norm``) follow the recipe when ``learning_rate`` is the recipe's; with your own
-    ``learning_rate`` their ``"auto"`` means the classic defaults (flat clipping at C = 1, no
-    momentum, no averaging, no prior). ``epochs`` and ``batch_size`` left at ``"auto"`` always
-    come from the recipe. The model itself is yours: group normalisation, not batch norm
-    (checked); for small data fixed features with a linear head
-    (:mod:`dpuq.training.features`, Tramèr and Boneh 2021) or a frozen public backbone whose
-    outputs you pass as ``train_data``.
-
-    All three methods run the same loop on the same model for at most
-    ``round(epochs · N / batch_size)`` steps with the learning-rate schedule given.
-
-    - ``"sgd"``: shuffled mini-batches of ``batch_size``; not private.
-    - ``"dpsgd"`` (Abadi et al. 2016): Poisson sampling at ``p = batch_size / N``, per-example
-      gradients clipped to ``max_grad_norm`` (Opacus), Gaussian noise with a constant
-      ``noise_multiplier``. When ``noise_multiplier`` is None it is calibrated so that the planned
-      steps spend exactly ``(epsilon, delta)``.
-    - ``"dpsgld"`` (Knolle et al. 2021): as DP-SGD, plus pre-noise, the per-step noise multiplier
-      ``σ_t = (B/C)·sqrt(2T/(η_t N))`` from ``temperature`` and the (decaying) learning rate,
-      and a Gaussian prior ``N(0, prior_std²)`` as weight decay ``1/(N prior_std²)``.
-
-    Private methods stop when the next step would exceed ``(epsilon, delta)`` under
-    ``relation`` (by the chosen accountant; the σ_t schedule is public, so the stopping step is
-    planned in advance). The noise multiplier (DP-SGD) or temperature (DP-SGLD, ``"auto"``) is
-    calibrated under that relation too.
-
-    Every method can average its late iterates (``iterate_averaging``, same schedule for all):
-    for DP-SGLD it is the posterior average of Langevin samples, for SGD and DP-SGD iterate
-    averaging. The privacy report says what was released; averaging is post-processing of the
-    iterates, all of which the accounting covers.
+    (:func:`dpuq.training.recipe.auto_recipe`, public quantities only, so it costs no privacy).
+    With your own ``learning_rate``, the optimiser settings' ``"auto"`` means the classic
+    defaults. All three methods run the same loop for at most ``round(epochs · N /
+    batch_size)`` steps; the private ones stop when the next step would exceed ``(epsilon,
+    delta)`` under ``relation`` (the σ_t schedule is public, so the stop is planned in
+    advance). The recipe's rules and sources, the three methods and averaging are explained in
+    ``docs/training.md`` ("What train_classifier does").
 
     Parameters
     ----------
@@ -271,116 +187,34 @@ def train_classifier(
     ValueError
         Bad ε/δ, schedules giving ``σ_t <= 0``, labels out of range, a model Opacus cannot make
         private (naming the layer).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 4)).astype("float32")
+    >>> y = (X[:, 0] > 0).astype("int64")
+    >>> model, report = train_classifier(
+    ...     nn.Linear(4, 2), (X, y), method="dpsgd", epsilon=3.0, delta=1e-5, epochs=2,
+    ...     batch_size=50, learning_rate=0.5, random_state=0, show_progress=False)
+    >>> report.epsilon <= 3.0, str(report.relation)
+    (True, 'replace-one')
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if posterior_samples is not None:
-        warnings.warn(
-            "posterior_samples is deprecated: use iterate_averaging (it applies to every method)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        iterate_averaging = posterior_samples
-    if burn_in is not None:
-        warnings.warn(
-            "burn_in is deprecated: use averaging_start", DeprecationWarning, stacklevel=2
-        )
-        averaging_start = burn_in
-    if averaging not in (*AVERAGING, AUTO):
-        raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
-    relation = Relation.coerce(relation)
-    private = method != "sgd"
-    if private:
-        if epsilon is None or delta is None:
-            raise ValueError(f"method={method!r} needs epsilon and delta")
-        epsilon = check_epsilon(epsilon)
-        delta = check_in_open_unit(delta, "delta")
-    elif epsilon is not None or delta is not None:
-        raise ValueError("method='sgd' is not private: do not pass epsilon or delta")
-    accountant = accounting._check_accountant(accountant)
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if method == "dpsgld" and temperature is None:
-        temperature = AUTO
-    tensors = as_tensors(train_data)
-    n = int(tensors[0].shape[0]) if tensors is not None else len(train_data)
-    if n < 2:
-        raise ValueError(f"train_data needs at least 2 examples, got {n}")
-    settings = dict(
-        epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-        max_grad_norm=max_grad_norm, clipping=clipping, momentum=momentum,
-        iterate_averaging=iterate_averaging, averaging=averaging,
-        averaging_start=averaging_start, prior_std=prior_std,
+    cfg = resolve_settings(
+        model, train_data, method=method, epsilon=epsilon, delta=delta, epochs=epochs,
+        batch_size=batch_size, learning_rate=learning_rate, max_grad_norm=max_grad_norm,
+        clipping=clipping, noise_multiplier=noise_multiplier, temperature=temperature,
+        pre_noise_scale=pre_noise_scale, prior_std=prior_std,
+        iterate_averaging=iterate_averaging, averaging_start=averaging_start,
+        averaging=averaging, momentum=momentum, accountant=accountant, relation=relation,
+        posterior_samples=posterior_samples, burn_in=burn_in,
     )  # fmt: skip
-    auto_keys = [k for k, v in settings.items() if isinstance(v, str) and v == AUTO]
-    recipe_used = None
-    if auto_keys:
-        x1 = tensors[0][:1] if tensors is not None else train_data[0][0].unsqueeze(0)
-        recipe_used = auto_recipe(
-            method,
-            n_samples=n,
-            epsilon=epsilon,
-            delta=delta,
-            relation=relation,
-            n_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
-            n_classes=n_outputs(model, x1),
-        ).as_kwargs()
-        follow = isinstance(learning_rate, str) and learning_rate == AUTO
-        for k in auto_keys:
-            settings[k] = (
-                recipe_used[k] if follow or k in ("epochs", "batch_size") else (CLASSIC_DEFAULTS[k])
-            )
-    epochs, batch_size, learning_rate = (
-        settings["epochs"], settings["batch_size"], settings["learning_rate"]
-    )  # fmt: skip
-    max_grad_norm, clipping, momentum = (
-        settings["max_grad_norm"], settings["clipping"], settings["momentum"]
-    )  # fmt: skip
-    iterate_averaging, averaging = settings["iterate_averaging"], settings["averaging"]
-    averaging_start, prior_std = settings["averaging_start"], settings["prior_std"]
-    if clipping not in CLIPPING:
-        raise ValueError(f"clipping must be one of {CLIPPING} or 'auto', got {clipping!r}")
-    ep = _as_float(epochs, "epochs")
-    if not math.isfinite(ep) or ep <= 0:
-        raise ValueError(f"epochs must be finite and > 0, got {epochs!r}")
-    bsz = check_positive_int(batch_size, "batch_size")
-    clip = _as_float(max_grad_norm, "max_grad_norm")
-    if not math.isfinite(clip) or clip <= 0:
-        raise ValueError(f"max_grad_norm must be finite and > 0, got {max_grad_norm!r}")
-    mom = _as_float(momentum, "momentum")
-    if not (0 <= mom < 1):
-        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
-    if method == "dpsgld":
-        if temperature is None:
-            raise ValueError("method='dpsgld' needs a temperature > 0 (or 'auto')")
-        if mom != 0:
-            raise ValueError("method='dpsgld' needs momentum=0 (Langevin dynamics is plain SGD)")
-    elif temperature is not None:
-        raise ValueError(f"temperature is a DP-SGLD parameter; method={method!r}")
-    if method != "dpsgd" and noise_multiplier is not None:
-        raise ValueError("noise_multiplier is a DP-SGD parameter (DP-SGLD derives σ_t from T, η_t)")
-    pre = _as_float(pre_noise_scale, "pre_noise_scale")
-    if not math.isfinite(pre) or pre < 0:
-        raise ValueError(f"pre_noise_scale must be finite and >= 0, got {pre_noise_scale!r}")
-    if pre > 0 and method != "dpsgld":
-        raise ValueError("pre_noise_scale is a DP-SGLD parameter")
-    schedule = as_schedule(learning_rate)
-    n_post = check_positive_int(iterate_averaging, "iterate_averaging", minimum=0)
-    burn = _as_float(averaging_start, "averaging_start")
-    if not (0 <= burn < 1):
-        raise ValueError(f"averaging_start must be in [0, 1), got {averaging_start!r}")
+    private, epsilon, delta, relation = cfg.private, cfg.epsilon, cfg.delta, cfg.relation
+    tensors, n, n_classes, temperature = cfg.tensors, cfg.n, cfg.n_classes, cfg.temperature
+    bsz, clip, clipping, prior_std = cfg.batch_size, cfg.max_grad_norm, cfg.clipping, cfg.prior_std
+    accountant, pre = cfg.accountant, cfg.pre_noise_scale
 
-    if private:
-        check_private_model(model)
-    if bsz > n:
-        raise ValueError(f"batch_size must be <= the number of examples ({n}), got {bsz}")
-    x1 = tensors[0][:1] if tensors is not None else train_data[0][0].unsqueeze(0)
-    n_classes = n_outputs(model, x1)
-    if tensors is not None:
-        check_label_range(tensors[1], n_classes)
-
-    planned = max(1, round(ep * n / bsz))
-    eta = learning_rates(schedule, planned)
+    planned = max(1, round(cfg.epochs * n / bsz))
+    eta = learning_rates(cfg.schedule, planned)
     sample_rate = bsz / n
     gen = torch_generator(random_state)
     prior_wd = 0.0
@@ -400,14 +234,15 @@ def train_classifier(
     }
     if prior_std is not None:
         details["prior std"] = float(prior_std)
-    if recipe_used is not None:
-        details["auto settings (data-free recipe)"] = ", ".join(auto_keys)
+    if cfg.recipe_used is not None:
+        details["auto settings (data-free recipe)"] = ", ".join(cfg.auto_keys)
 
     # ---- plan the noise and the number of steps (data-free) --------------------------------
     sigmas, steps = plan_noise(
         method, details, eta=eta, sample_rate=sample_rate, batch_size=bsz, max_grad_norm=clip,
         n_samples=n, epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
-        temperature=temperature, pre_noise_scale=pre, accountant=accountant, relation=relation,
+        temperature=temperature, pre_noise_scale=pre,
+        accountant=accountant, relation=relation,
     )  # fmt: skip
     temperature = details.get("temperature", temperature)
 
@@ -430,7 +265,7 @@ def train_classifier(
     # ---- wrap and train -------------------------------------------------------------------
     model.train()
     base = torch.optim.SGD(
-        model.parameters(), lr=float(eta[0]), momentum=mom, weight_decay=prior_wd
+        model.parameters(), lr=float(eta[0]), momentum=cfg.momentum, weight_decay=prior_wd
     )
     loss_fn = nn.CrossEntropyLoss() if loss_fn is None else loss_fn
     if private:
@@ -467,10 +302,10 @@ def train_classifier(
 
     taken: list[float] = []
     snapshot_at: set[int] = set()
-    if n_post and steps > 0:
-        snapshot_at, first = snapshot_steps(n_post, burn, steps)
+    if cfg.iterate_averaging and steps > 0:
+        snapshot_at, first = snapshot_steps(cfg.iterate_averaging, cfg.averaging_start, steps)
         details["averaged iterates"] = len(snapshot_at)
-        details["averaging"] = averaging
+        details["averaging"] = cfg.averaging
         details["averaging from step"] = first
     snapshots: list[dict] = []
     desc = {"sgd": "SGD", "dpsgd": "DP-SGD", "dpsgld": "DP-SGLD"}[method]
@@ -501,7 +336,7 @@ def train_classifier(
                         delattr(p, attr)
     model.eval()
     if snapshots:
-        model = average_iterates(model, snapshots, averaging)
+        model = average_iterates(model, snapshots, cfg.averaging)
     seeded = random_state is not None
 
     if not private:

@@ -20,7 +20,7 @@ from dpuq.training.features import (  # noqa: E402
     scatter_features,
     synthetic_images,
 )
-from dpuq.training.recipe import auto_recipe  # noqa: E402
+from dpuq.training.recipe import auto_recipe, temperature_people  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -145,7 +145,38 @@ class TestFastCalibration:
         assert gdp_epsilon(mu, 1e-6) == pytest.approx(2.0, rel=1e-6)
 
 
+class TestTemperaturePeople:
+    def test_rule_of_n_only(self):
+        """~1.75·N^(2/3) within [50, 2000], never more than half the people; monotone in N."""
+        assert temperature_people(797) == 150  # the digits demo
+        assert temperature_people(66_000) == 2000  # capped (Fashion-MNIST demo)
+        assert temperature_people(100) == 50 and temperature_people(60) == 30
+        sizes = [temperature_people(n) for n in range(2, 5000, 7)]
+        assert all(a <= b for a, b in zip(sizes, sizes[1:], strict=False))
+        assert all(1 <= m <= n // 2 for m, n in zip(sizes, range(2, 5000, 7), strict=True))
+
+    def test_bad_n_is_named(self):
+        with pytest.raises(ValueError, match="n_people"):
+            temperature_people(1)
+
+
 class TestFeatures:
+    def test_synthetic_images_shift(self):
+        """max_shift=None keeps the old law (side // 8); 0 draws unshifted glyphs."""
+        a, ya = synthetic_images(40, seed=3)
+        b, yb = synthetic_images(40, seed=3, max_shift=1)  # side 8: side // 8 == 1
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(ya, yb)
+        c, yc = synthetic_images(40, seed=3, max_shift=0, noise=0.0, jitter=0.0)
+        same = np.flatnonzero(yc == yc[0])[:2]  # unshifted, unjittered: only the ink differs
+        u, v = (c[i].ravel() / c[i].max() for i in same)
+        np.testing.assert_allclose(u, v, atol=1e-6)
+        shifted, ys = synthetic_images(40, seed=3, max_shift=1, noise=0.0, jitter=0.0)
+        pairs = [np.flatnonzero(ys == k)[:2] for k in range(10)]
+        norm = [(shifted[i].ravel() / shifted[i].max(), shifted[j].ravel() / shifted[j].max())
+                for i, j in pairs]  # fmt: skip
+        assert any(not np.allclose(p, q, atol=1e-3) for p, q in norm)
+
     def test_model_family_rule(self):
         assert choose_model_family(500, 3.0)[0] == "features"
         assert choose_model_family(20_000, 1.0)[0] == "cnn"

@@ -99,10 +99,10 @@ def one_run(x, y, n_train, n_ts, method, how, seed, **override):
     from dpuq.metrics.calibration import expected_calibration_error as ece
     from dpuq.training import predict_proba, train_classifier
     from dpuq.training.temperature import (
+        default_temperature_grid,
         private_temperature_scaling,
         softmax_with_temperature,
         temperature_utilities,
-        default_temperature_grid,
     )
 
     f = inputs(x, how)
@@ -145,8 +145,9 @@ def row(label, n_train, n_ts, how="pixels", seeds=(0, 1, 2), methods=("dpsgd", "
     for method in methods:
         runs = []
         for s in seeds:
-            x, y = data(n_train + n_ts + N_TEST, s) if data else surrogate(
-                n_train + n_ts + N_TEST, s)
+            x, y = (
+                data(n_train + n_ts + N_TEST, s) if data else surrogate(n_train + n_ts + N_TEST, s)
+            )
             runs.append(one_run(x, y, n_train, n_ts, method, how, s, **override))
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         cells.append(

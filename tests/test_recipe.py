@@ -20,7 +20,7 @@ from dpuq.training.features import (  # noqa: E402
     scatter_features,
     synthetic_images,
 )
-from dpuq.training.recipe import auto_recipe, temperature_people  # noqa: E402
+from dpuq.training.recipe import auto_recipe  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -143,21 +143,6 @@ class TestFastCalibration:
 
         mu = gdp_mu_for_budget(2.0, 1e-6)
         assert gdp_epsilon(mu, 1e-6) == pytest.approx(2.0, rel=1e-6)
-
-
-class TestTemperaturePeople:
-    def test_rule_of_n_only(self):
-        """~1.75·N^(2/3) within [50, 2000], never more than half the people; monotone in N."""
-        assert temperature_people(797) == 150  # the digits demo
-        assert temperature_people(66_000) == 2000  # capped (Fashion-MNIST demo)
-        assert temperature_people(100) == 50 and temperature_people(60) == 30
-        sizes = [temperature_people(n) for n in range(2, 5000, 7)]
-        assert all(a <= b for a, b in zip(sizes, sizes[1:], strict=False))
-        assert all(1 <= m <= n // 2 for m, n in zip(sizes, range(2, 5000, 7), strict=True))
-
-    def test_bad_n_is_named(self):
-        with pytest.raises(ValueError, match="n_people"):
-            temperature_people(1)
 
 
 class TestFeatures:

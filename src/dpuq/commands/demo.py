@@ -105,8 +105,7 @@ def register(subparsers) -> None:
         "--n-temperature",
         type=int,
         default=None,
-        help="held-out people for temperature scaling (default ~1.75·N^(2/3): digits 150, "
-        "Fashion-MNIST 2000)",
+        help="held-out people for temperature scaling (digits 200, Fashion-MNIST 2000)",
     )
     p.add_argument("--out", default="dpuq-report", help="report folder (dpuq-report)")
     p.add_argument("--no-report", action="store_true", help="print the table only")

@@ -113,10 +113,8 @@ def _load_data(config: DemoConfig, rng: np.random.Generator) -> DemoData:
 
 def _n_temperature(config: DemoConfig, n_train: int) -> int:
     n = config.n_temperature
-    if n is None:  # a public rule of N (issue 24): ~1.75·N^(2/3), digits 150, Fashion 2000
-        from dpuq.training.recipe import temperature_people
-
-        n = temperature_people(n_train)
+    if n is None:
+        n = 200 if config.data == "digits" else 2000
     n = check_positive_int(n, "n_temperature", minimum=10)
     if n > n_train - 50:
         raise ValueError(

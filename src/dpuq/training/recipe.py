@@ -56,7 +56,6 @@ __all__ = [
     "TARGET_STEPS",
     "Recipe",
     "auto_recipe",
-    "temperature_people",
 ]
 
 #: Clipping rules: Opacus' flat clipping ``g·min(1, C/||g||)``, or normalised ("automatic")
@@ -68,10 +67,8 @@ AUTO = "auto"
 TARGET_STEPS = 300
 #: Per-example gradients computed in a run (compute budget), scaled down for large models.
 EXAMPLE_BUDGET = 400_000
-#: Epoch bounds of the compute budget. The cap (50, was 200) keeps small-N runs at T steps
-#: with a sampling rate well below the ``MAX_SAMPLE_RATE`` cap: equal or better on every
-#: public surrogate (docs/training.md, benchmarks/bench_recipe_tuning.py) at 1/4 the compute.
-MIN_EPOCHS, MAX_EPOCHS = 5.0, 50.0
+#: Epoch bounds of the compute budget.
+MIN_EPOCHS, MAX_EPOCHS = 5.0, 200.0
 #: Floor on the calibrated noise multiplier (efficiency of the subsampled accounting).
 MIN_NOISE_MULTIPLIER = 2.0
 #: Learning rate of the private methods under normalised clipping (mean of unit vectors).
@@ -85,9 +82,6 @@ SGLD_DECAY_SCALE, SGLD_DECAY_POWER, SGLD_PRIOR_STD = 1.0, 0.5, 1.0
 SGLD_AVERAGING = "predictive"
 #: DP-SGD's Gaussian prior std (weight decay ``1/(N std²)``); None: no prior.
 DPSGD_PRIOR_STD: float | None = None
-#: Held-out people for temperature scaling: ``round(TS_SCALE · N^(2/3))`` within
-#: [TS_MIN, TS_MAX] (:func:`temperature_people`).
-TS_SCALE, TS_MIN, TS_MAX = 1.75, 50, 2000
 #: Largest sampling rate B/N.
 MAX_SAMPLE_RATE = 0.5
 
@@ -220,31 +214,10 @@ def auto_recipe(
         averaging="posterior predictive average of late samples (Welling and Teh 2011)",
         prior_std="1 (standard-normal prior, weight decay 1/N)",
     )
-    decay = PolynomialDecay(LEARNING_RATE, gamma=SGLD_DECAY_POWER, scale=max(1.0, SGLD_DECAY_SCALE * planned))
+    decay = PolynomialDecay(
+        LEARNING_RATE, gamma=SGLD_DECAY_POWER, scale=max(1.0, SGLD_DECAY_SCALE * planned)
+    )
     return Recipe(
         learning_rate=decay, averaging=SGLD_AVERAGING, prior_std=SGLD_PRIOR_STD,
         temperature=AUTO, sources=sources, **common,
     )  # fmt: skip
-
-
-def temperature_people(n_people: int) -> int:
-    """How many of ``n_people`` to hold out of training for temperature scaling (public rule).
-
-    Holding ``m`` people out costs the model a fraction ``m/N`` of its people (DP noise of the
-    mean gradient grows like ``1/N``), while the temperature's error shrinks like
-    ``1/sqrt(m)`` (the accuracy of ``m`` people is known to ``sqrt(a(1−a)/m)``). Balancing
-    ``c₁·m/N`` against ``c₂/sqrt(m)`` gives ``m ∝ N^(2/3)``: ``round(1.75·N^(2/3))``, within
-    [50, 2000]. The constant 1.75 was read off public synthetic images (not digits or
-    Fashion-MNIST): at ``N = 797`` holding out 150 matched 200's calibration error after
-    private temperature scaling and trained a better model, while 100 or fewer doubled the
-    calibration error (docs/training.md). ``N`` is public under replace-one, so the rule costs
-    no privacy.
-
-    Examples
-    --------
-    >>> temperature_people(797), temperature_people(66_000)
-    (150, 2000)
-    """
-    n = check_positive_int(n_people, "n_people", minimum=2)
-    m = int(round(TS_SCALE * n ** (2.0 / 3.0)))
-    return int(min(max(m, TS_MIN), TS_MAX, n // 2))

@@ -8,7 +8,12 @@ over surrogate seeds of: DP-SGD / DP-SGLD test accuracy, ECE after private tempe
 temperature fit on the test people, and the ECE of labels drawn from the model's own
 probabilities (a perfectly calibrated model: the estimation floor of ECE at that test size).
 
-Run: ``.venv/bin/python benchmarks/bench_recipe_tuning.py [experiment ...]`` (see EXPERIMENTS).
+``digits_demo`` is for MEASURING the ECE floor and checking a decision on the demo's own split,
+never for choosing a setting (docs/training.md says which figure came from where).
+
+Run: ``.venv/bin/python benchmarks/bench_recipe_tuning.py [name or row(...) expression ...]``,
+names from :data:`EXPERIMENTS` (the rows behind docs/training.md's tables), e.g.
+``... bench_recipe_tuning.py floor split`` or ``... "row('lr 1', 597, 200, LEARNING_RATE=1.0)"``.
 """
 
 from __future__ import annotations
@@ -172,10 +177,40 @@ def digits_demo(n: int, seed: int):
     return x, y
 
 
+E = "data=lambda n, s: surrogate(n, s, noise=0.2, jitter=0.05, max_shift=0)"
+H = "data=lambda n, s: surrogate(n, s)"
+S5 = "seeds=(0, 1, 2, 3, 4)"
+EXPERIMENTS = {
+    "floor": ["row('digits (measure) 597/200', 597, 200, methods=('sgd', 'dpsgd', 'dpsgld'), "
+              "data=digits_demo)"],
+    "split": [f"row('E {a}/{b}', {a}, {b}, {S5}, {E})"
+              for a, b in ((597, 200), (647, 150), (697, 100), (722, 75), (747, 50))]
+    + [f"row('H {a}/{b}', {a}, {b}, {S5}, {H})" for a, b in ((597, 200), (697, 100))],
+    "recipe": [f"row('E {k}', 597, 200, {v}, {E})" for k, v in (
+        ("lr 0.25", "LEARNING_RATE=0.25"), ("lr 1", "LEARNING_RATE=1.0"),
+        ("lr 2", "LEARNING_RATE=2.0"), ("T 1000", "TARGET_STEPS=1000"),
+        ("T 100", "TARGET_STEPS=100"), ("sigma floor 1", "MIN_NOISE_MULTIPLIER=1.0"),
+        ("max rate 1", "MAX_SAMPLE_RATE=1.0"), ("avg from 75%", "AVERAGING_START=0.75"),
+        ("avg 50", "AVERAGED_ITERATES=50"), ("sgld gamma 0", "SGLD_DECAY_POWER=0.0"),
+        ("sgld weights", "SGLD_AVERAGING='weights'"), ("dpsgd prior 1", "DPSGD_PRIOR_STD=1.0"),
+    )]
+    + [f"row('E epochs {e}', 597, 200, MAX_EPOCHS={e}.0, MIN_EPOCHS=1.0, {S5}, {E})"
+       for e in (100, 50, 20)]
+    + [f"row('H epochs {e}', 597, 200, MAX_EPOCHS={e}.0, MIN_EPOCHS=1.0, {S5}, {H})"
+       for e in (50, 20)]
+    + [f"row('E N4000 {k}', 4000, 1000, {v}, {E})" for k, v in (
+        ("base", "LEARNING_RATE=0.5"), ("lr 1", "LEARNING_RATE=1.0"),
+        ("T 1000", "TARGET_STEPS=1000"), ("epochs 50", "MAX_EPOCHS=50.0"))],
+    "inputs": [f"row('E {h}', 597, 200, how='{h}', {E})"
+               for h in ("pixels", "centred", "scaled", "gabor")]
+    + [f"row('H5 centred', 597, 200, how='centred', {S5}, {H})"],
+}  # fmt: skip
+
+
 if __name__ == "__main__":
     import torch
 
     torch.set_num_threads(1)
-    which = sys.argv[1:] or ["base"]
-    for w in which:
-        exec(w)  # e.g. 'row("base", 597, 200)'
+    for w in sys.argv[1:] or ["floor"]:
+        for expression in EXPERIMENTS.get(w, [w]):
+            exec(expression)  # a row(...) call: this benchmark's own experiment list

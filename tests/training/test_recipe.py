@@ -146,6 +146,22 @@ class TestFastCalibration:
 
 
 class TestFeatures:
+    def test_synthetic_images_shift(self):
+        """max_shift=None keeps the old law (side // 8); 0 draws unshifted glyphs."""
+        a, ya = synthetic_images(40, seed=3)
+        b, yb = synthetic_images(40, seed=3, max_shift=1)  # side 8: side // 8 == 1
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(ya, yb)
+        c, yc = synthetic_images(40, seed=3, max_shift=0, noise=0.0, jitter=0.0)
+        same = np.flatnonzero(yc == yc[0])[:2]  # unshifted, unjittered: only the ink differs
+        u, v = (c[i].ravel() / c[i].max() for i in same)
+        np.testing.assert_allclose(u, v, atol=1e-6)
+        shifted, ys = synthetic_images(40, seed=3, max_shift=1, noise=0.0, jitter=0.0)
+        pairs = [np.flatnonzero(ys == k)[:2] for k in range(10)]
+        norm = [(shifted[i].ravel() / shifted[i].max(), shifted[j].ravel() / shifted[j].max())
+                for i, j in pairs]  # fmt: skip
+        assert any(not np.allclose(p, q, atol=1e-3) for p, q in norm)
+
     def test_model_family_rule(self):
         assert choose_model_family(500, 3.0)[0] == "features"
         assert choose_model_family(20_000, 1.0)[0] == "cnn"

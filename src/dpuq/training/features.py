@@ -156,11 +156,13 @@ def synthetic_images(
     noise: float = 0.1,
     jitter: float = 0.03,
     seed: int = 0,
+    max_shift: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Public synthetic stroke images: the recipe's tuning data (never a reported data set).
 
     Each class is three random line segments (its "glyph", drawn from ``seed``); each example
-    jitters the segment ends, shifts the glyph by up to ``side/8`` pixels, scales its ink and
+    jitters the segment ends, shifts the glyph by up to ``max_shift`` pixels (default
+    ``side // 8``), scales its ink and
     adds Gaussian pixel noise, clipped to [0, 1]. Balanced classes. (Test data: drawn with
     numpy's generator, not a privacy mechanism.)
 
@@ -177,7 +179,8 @@ def synthetic_images(
     y = np.arange(n) % n_classes
     rng.shuffle(y)
     e = ends[y] + rng.normal(0, jitter, size=(n, 3, 2, 2))
-    shift = rng.integers(-(side // 8), side // 8 + 1, size=(n, 1, 2)) / side
+    sh = side // 8 if max_shift is None else check_positive_int(max_shift, "max_shift", minimum=0)
+    shift = rng.integers(-sh, sh + 1, size=(n, 1, 2)) / side
     grid = (np.arange(side) + 0.5) / side
     py, px = np.meshgrid(grid, grid, indexing="ij")
     pts = np.stack([py.ravel(), px.ravel()], axis=1)  # (P, 2)

@@ -75,8 +75,13 @@ MIN_NOISE_MULTIPLIER = 2.0
 LEARNING_RATE = 0.5
 #: Late iterates averaged, and the fraction of the steps before the first one.
 AVERAGED_ITERATES, AVERAGING_START = 20, 0.5
-#: DP-SGLD: the rate's decay scale as a fraction of the planned steps, and the prior's std.
-SGLD_DECAY_SCALE, SGLD_PRIOR_STD = 1.0, 1.0
+#: DP-SGLD: the rate's decay scale as a fraction of the planned steps, the decay's power
+#: (Welling and Teh's γ) and the prior's std.
+SGLD_DECAY_SCALE, SGLD_DECAY_POWER, SGLD_PRIOR_STD = 1.0, 0.5, 1.0
+#: DP-SGLD's average of late samples: "predictive" (posterior predictive) or "weights".
+SGLD_AVERAGING = "predictive"
+#: DP-SGD's Gaussian prior std (weight decay ``1/(N std²)``); None: no prior.
+DPSGD_PRIOR_STD: float | None = None
 #: Largest sampling rate B/N.
 MAX_SAMPLE_RATE = 0.5
 
@@ -185,7 +190,8 @@ def auto_recipe(
     sources = {
         "clipping": "normalized, C = 1 (automatic clipping, Bu et al. NeurIPS 2023)",
         "epochs": f"compute budget: {EXAMPLE_BUDGET:,} per-example gradients, scaled by "
-        "1/sqrt(params/30k), within [5, 200] epochs (De et al. 2022: many steps)",
+        f"1/sqrt(params/30k), within [{MIN_EPOCHS:g}, {MAX_EPOCHS:g}] epochs (De et al. 2022: "
+        "many steps)",
         "batch_size": f"T = {TARGET_STEPS} steps from the compute budget (TAN, Sander et al. "
         f"2023), raised so that σ >= {MIN_NOISE_MULTIPLIER:g} by the GDP central limit",
         "learning_rate": f"{LEARNING_RATE:g}, no momentum (normalised clipping: one rate; "
@@ -197,7 +203,10 @@ def auto_recipe(
         momentum=0.0, iterate_averaging=AVERAGED_ITERATES, averaging_start=AVERAGING_START,
     )  # fmt: skip
     if method == "dpsgd":
-        return Recipe(learning_rate=LEARNING_RATE, averaging="weights", sources=sources, **common)
+        return Recipe(
+            learning_rate=LEARNING_RATE, averaging="weights", prior_std=DPSGD_PRIOR_STD,
+            sources=sources, **common,
+        )  # fmt: skip
     planned = max(1, round(epochs * n / batch_size))
     sources.update(
         learning_rate=f"Welling-Teh decay {LEARNING_RATE:g}·(1 + t/T)^(-1/2) (Welling, Teh 2011)",
@@ -205,8 +214,10 @@ def auto_recipe(
         averaging="posterior predictive average of late samples (Welling and Teh 2011)",
         prior_std="1 (standard-normal prior, weight decay 1/N)",
     )
-    decay = PolynomialDecay(LEARNING_RATE, gamma=0.5, scale=max(1.0, SGLD_DECAY_SCALE * planned))
+    decay = PolynomialDecay(
+        LEARNING_RATE, gamma=SGLD_DECAY_POWER, scale=max(1.0, SGLD_DECAY_SCALE * planned)
+    )
     return Recipe(
-        learning_rate=decay, averaging="predictive", prior_std=SGLD_PRIOR_STD,
+        learning_rate=decay, averaging=SGLD_AVERAGING, prior_std=SGLD_PRIOR_STD,
         temperature=AUTO, sources=sources, **common,
     )  # fmt: skip

@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Layers that a privacy-critical module must never reach (directly or through others):
 # privacy arguments must be checkable without reading the application around them.
 PRIVACY_CRITICAL = "dpuq.mechanisms"
-APPLICATION = ("dpuq.experiments", "dpuq.commands", "dpuq.plotting", "dpuq.cli")
+APPLICATION = ("dpuq.experiments", "dpuq.commands", "dpuq.plotting", "dpuq.reporting", "dpuq.cli")
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -150,7 +150,7 @@ LAYERS = (
     # the methods: data, sets, intervals, learning, training
     ("data", "conformal", "inference", "learning", "training", "scale"),
     # the package's own face
-    ("dpuq", "plotting"),
+    ("dpuq", "plotting", "reporting"),
     # applications
     ("experiments",),
     ("commands",),

@@ -9,9 +9,9 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from dpuq.experiments.output import MARKER, atomic_output_dir, check_output_dir
-from dpuq.experiments.plots import coverage_size_histograms
-from dpuq.experiments.report_html import Example, ReportPage, figure_png, image_png, render_page
+from dpuq.reporting import MARKER, atomic_output_dir, check_output_dir
+from dpuq.reporting.figures import coverage_size_histograms
+from dpuq.reporting.html import Example, ReportPage, figure_png, image_png, render_page
 
 
 class _Collect(HTMLParser):

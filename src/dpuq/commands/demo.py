@@ -143,7 +143,7 @@ def _run(args: argparse.Namespace) -> int:
     check_extras(args)
     from dpuq.experiments.demo import DemoConfig, run_demo, write_report
     from dpuq.experiments.demo_results import format_demo
-    from dpuq.experiments.output import check_output_dir
+    from dpuq.reporting import check_output_dir
 
     check_options(args)
     if not args.no_report:

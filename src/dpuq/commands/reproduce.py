@@ -157,12 +157,12 @@ def _run(args: argparse.Namespace) -> int:
     out = args.out or f"dpuq-reproduce/{args.experiment}"
     args.out = out
     command = _command(args)
-    from dpuq.experiments.output import check_output_dir
+    from dpuq.reporting import check_output_dir
 
     check_output_dir(out)
     if args.experiment == "dpsgld":
         from dpuq.experiments import dpsgld as mod
-        from dpuq.experiments.output import atomic_output_dir
+        from dpuq.reporting import atomic_output_dir
 
         with atomic_output_dir(out) as tmp:
             argv = ["--out", str(tmp)] + (["--quick"] if args.quick else [])

@@ -45,9 +45,9 @@ import numpy as np
 
 from dpuq._progress import progress
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
-from dpuq.experiments.common import Method, compare_methods, model_accuracy
+from dpuq.experiments.common import Method, compare_on_models
 from dpuq.experiments.demo_results import DemoConfig, DemoResult, PipelineResult
-from dpuq.experiments.evaluation import ScorePool, random_splits
+from dpuq.experiments.evaluation import random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
 from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.randomness import check_random_state
@@ -152,15 +152,20 @@ def _sizes(config: DemoConfig, n_total: int) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------ metrics
-def _calibration_report(n: int, epsilon: float, level: float | None, m) -> PrivacyReport:
+def _calibration_report(n: int, settings: dict) -> PrivacyReport:
     return PrivacyReport(
         mechanism="private split-conformal threshold (exponential mechanism over binned "
         "quantiles, rank utility at the certified level)",
-        epsilon=epsilon,
+        epsilon=settings["epsilon"],
         delta=0.0,
         relation=Relation.REPLACE_ONE,
         sensitivity="utility -max(L_j - rho, rho - C_j, 0) moves by at most 1",
-        details={"n": n, "level (rho/n)": level, "n_bins": m, "method": "certified"},
+        details={
+            "n": n,
+            "level (rho/n)": settings["level"],
+            "n_bins": settings["n_bins"],
+            "method": "certified",
+        },
     )
 
 
@@ -289,38 +294,23 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
         Method("non-private threshold"),
         Method(f"private threshold (ε = {eps_cal:g})", eps_cal),
     ]
+    by_model = compare_on_models(
+        progress(models, "calibrating each model", disable=not show_progress),
+        labels,
+        methods,
+        splits,
+        alpha=alpha,
+        random_state=rng,
+        show_progress=False,
+    )
     accuracy, ece, pipelines = {}, {}, []
-    for model in progress(models, "calibrating each model", disable=not show_progress):
-        accuracy[model.name], ece[model.name] = model_accuracy(model.probs, labels)
-        pool = ScorePool.from_probs(model.probs, labels)
-        results = compare_methods(
-            pool,
-            methods,
-            alpha=alpha,
-            n_calibration=n_cal,
-            n_test=n_test,
-            n_splits=config.n_splits,
-            random_state=rng,
-            show_progress=False,
-            splits=splits,
-        )
+    for model, (acc, model_ece, results) in zip(models, by_model.values(), strict=True):
+        accuracy[model.name], ece[model.name] = acc, model_ece
         for method, res in zip(methods, results, strict=True):
-            cal_report = (
-                None
-                if method.epsilon is None
-                else _calibration_report(
-                    n_cal, eps_cal, res.settings["level"], res.settings["n_bins"]
-                )
-            )
+            cal = None if method.epsilon is None else _calibration_report(n_cal, res.settings)
+            combined = _combined(model.privacy, cal)
             pipelines.append(
-                PipelineResult(
-                    model.name,
-                    method.label,
-                    res,
-                    model.privacy,
-                    cal_report,
-                    _combined(model.privacy, cal_report),
-                )
+                PipelineResult(model.name, method.label, res, model.privacy, cal, combined)
             )
     result = DemoResult(
         config=config,

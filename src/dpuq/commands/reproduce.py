@@ -140,13 +140,19 @@ def _config(cls, args: argparse.Namespace, **option_of):
     return cls(**values)
 
 
-def run(args: argparse.Namespace) -> int:
-    """An experiment: its releases are repeated over splits to be measured, none is published
-    for use, so it runs without a ledger even under ``DPUQ_REQUIRE_LEDGER=1``."""
+def run_as_experiment(run, args: argparse.Namespace) -> int:
+    """``run(args)`` as an experiment: its releases are repeated over splits to be measured,
+    none is published for use, so it runs without a ledger even under
+    ``DPUQ_REQUIRE_LEDGER=1`` (``dpuq reproduce``, ``dpuq demo``)."""
     from dpuq.ledger import _simulation
 
     with _simulation():
-        return _run(args)
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``dpuq reproduce EXPERIMENT`` (:func:`run_as_experiment`)."""
+    return run_as_experiment(_run, args)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -36,6 +36,7 @@ __all__ = [
     "method_series",
     "method_table",
     "model_accuracy",
+    "write_comparison",
 ]
 
 
@@ -162,6 +163,26 @@ def method_histograms(results: list[MethodResult], alpha: float, title: str):
     from dpuq.reporting.figures import coverage_size_histograms
 
     return coverage_size_histograms(method_series(results), alpha, title)
+
+
+def write_comparison(out, result, figure: str, figure_title: str, **results: Any):
+    """The histograms of ``result.results`` (PNG file ``figure``), ``summary.md``,
+    ``results.json`` and ``splits.npz`` into ``out``, atomically. ``result`` has ``config``
+    (``alpha``, ``seed``), ``results`` and ``elapsed_s``; ``results`` (title, command, body,
+    data) go to :func:`dpuq.reporting.write_experiment`."""
+    from dpuq.reporting import write_experiment
+
+    c = result.config
+    fig = method_histograms(result.results, c.alpha, figure_title)
+    arrays = method_arrays(result.results)
+    return write_experiment(
+        out,
+        figures={figure: fig},
+        seed=c.seed,
+        elapsed_s=result.elapsed_s,
+        arrays=arrays,
+        **results,
+    )
 
 
 def method_table(results: list[MethodResult], *, markdown: bool = False) -> str:

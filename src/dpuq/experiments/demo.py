@@ -81,11 +81,10 @@ def _load_data(config: DemoConfig, rng: np.random.Generator) -> DemoData:
         classes = [str(k) for k in range(probs.shape[1])]
         return DemoData(None, None, None, labels, classes, source, False, outputs=probs)
     if config.data == "digits":
-        from sklearn.datasets import load_digits
+        from dpuq.data.images import load_digits_images
 
-        bunch = load_digits()
-        x = bunch.images / 16.0
-        y = bunch.target.astype(np.int64)
+        x, y = load_digits_images()
+        x = x.astype(np.float64)  # exact: the pixels are k/16
         classes = [str(k) for k in range(10)]
         name = "sklearn handwritten digits (1797 images, 8×8 pixels, 10 classes)"
     elif config.data == "fashion-mnist":
@@ -183,20 +182,21 @@ def _combined(train: PrivacyReport | None, cal: PrivacyReport | None) -> Privacy
 
 
 def _temperature_scaled(
-    models: list[TrainedModel], data: DemoData, config: DemoConfig, rng
+    models: list[TrainedModel], held_out: list[np.ndarray], data: DemoData, config: DemoConfig, rng
 ) -> list[TrainedModel]:
-    """Each private model again, after private temperature scaling on the held-out people."""
+    """Each private model again, after private temperature scaling on the held-out people
+    (``held_out``: each model's probabilities on them)."""
     from dpuq.training.temperature import private_temperature_scaling, softmax_with_temperature
 
     eps_t = config.temperature_epsilon if config.temperature_epsilon is not None else config.epsilon
     eps_t = check_epsilon(eps_t, "temperature_epsilon")
     tiny = np.finfo(float).tiny  # log of a probability that underflowed to 0
     scaled = []
-    for m in models:
-        if m.privacy is None or "probs_temperature" not in m.info:
+    for m, probs_t in zip(models, held_out, strict=True):
+        if m.privacy is None:
             continue
         t, report = private_temperature_scaling(
-            np.log(np.maximum(m.info["probs_temperature"], tiny)),
+            np.log(np.maximum(probs_t, tiny)),
             data.y_temperature,
             epsilon=eps_t,
             random_state=rng if config.seed is not None else None,
@@ -208,8 +208,7 @@ def _temperature_scaled(
             relation=Relation.REPLACE_ONE,
         )
         probs = softmax_with_temperature(np.log(np.maximum(m.probs, tiny)), t)
-        info = {k: v for k, v in m.info.items() if k != "probs_temperature"}
-        info.update(temperature=t, temperature_privacy=report)
+        info = {**m.info, "temperature": t, "temperature_privacy": report}
         scaled.append(TrainedModel(f"{m.name} + private TS", probs, privacy, info))
     return scaled
 
@@ -230,7 +229,8 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
     notes: list[str] = []
     data = _load_data(config, rng)
     if data.outputs is not None:
-        n_cal, n_test = config.n_calibration or data.y_pool.size // 2, None
+        n_cal = config.n_calibration or data.y_pool.size // 2
+        n_test = data.y_pool.size - n_cal
         declared = None
         if config.declared_training:  # reported as declared, never as verified
             declared = PrivacyReport(
@@ -248,11 +248,9 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
         source = config.dataset_name or data.name
         models = [TrainedModel(name, data.outputs, declared, {"source": source})]
         n_train = 0
-        n_test = data.y_pool.size - n_cal
     else:
         n_cal, n_test = _sizes(config, data.y_train.size + data.y_pool.size)
         n_train = int(data.y_train.size)
-        epochs = config.epochs
         x_eval = data.x_pool
         if data.x_temperature is not None:
             x_eval = np.concatenate([data.x_pool, data.x_temperature])
@@ -263,28 +261,16 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
             n_classes=len(data.classes),
             epsilon=config.train_epsilon,
             delta=config.train_delta,
-            epochs=epochs,
+            epochs=config.epochs,
             seed=seed if config.seed is not None else seed >> 65,  # torch takes 63 bits
             show_progress=show_progress,
             quick=config.quick,
         )
         if data.x_temperature is not None:
             n_pool = data.y_pool.size
-            models = [
-                TrainedModel(
-                    m.name,
-                    m.probs[:n_pool],
-                    m.privacy,
-                    {**m.info, "probs_temperature": m.probs[n_pool:]},
-                )
-                for m in models
-            ]
-            models += _temperature_scaled(models, data, config, rng)
-            models = [
-                TrainedModel(m.name, m.probs, m.privacy, {k: v for k, v in m.info.items()
-                                                            if k != "probs_temperature"})
-                for m in models
-            ]  # fmt: skip
+            held_out = [m.probs[n_pool:] for m in models]
+            models = [TrainedModel(m.name, m.probs[:n_pool], m.privacy, m.info) for m in models]
+            models += _temperature_scaled(models, held_out, data, config, rng)
         for m in models:
             if m.info.get("note"):
                 notes.append(m.info["note"])

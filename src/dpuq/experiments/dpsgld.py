@@ -42,6 +42,7 @@ import numpy as np
 
 from dpuq.ledger import CALLER_CHARGED
 from dpuq.metrics.calibration import expected_calibration_error, reliability_curve
+from dpuq.reporting.figures import save_tight, subplots
 
 __all__ = ["FULL", "QUICK", "Setting", "main", "run_seed"]
 
@@ -349,17 +350,12 @@ def headline(rows: list[dict], setting: Setting) -> str:
 
 def plot(rows: list[dict], path: Path, setting: Setting) -> None:
     """Reliability diagrams of the first seed: one panel per method, before and after TS."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     seed = min(r["seed"] for r in rows)
     names = [n for n in _order(setting) if not n.endswith("+ private TS")]
     names = [n for n in names if any(r["row"] == n and r["seed"] == seed for r in rows)]
     cols = 4
     nrows = -(-len(names) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 4.2 * nrows), squeeze=False)
+    fig, axes = subplots(nrows, cols, figsize=(4.2 * cols, 4.2 * nrows), squeeze=False)
     for ax in axes.ravel()[len(names) :]:
         ax.axis("off")
     for ax, name in zip(axes.ravel(), names, strict=False):
@@ -385,9 +381,7 @@ def plot(rows: list[dict], path: Path, setting: Setting) -> None:
         f"{setting.dataset}: reliability on test people (seed {seed}); training ε = "
         f"{setting.epsilon:g}, TS ε = {setting.temperature_epsilon:g}, {setting.relation}"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_tight(fig, path, dpi=100)
 
 
 def main(argv: list[str] | None = None) -> int:

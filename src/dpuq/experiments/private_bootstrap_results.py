@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dpuq.reporting.figures import save_tight, subplots
+
 __all__ = [
     "DIABETES_BOUNDS",
     "METHODS",
@@ -146,13 +148,8 @@ def format_diabetes(rows: Sequence[DiabetesRow]) -> str:
 
 
 def plot_coverage(rows: Sequence[CoverageRow], path: Path, alpha: float = 0.05) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     eps_values = sorted({r.epsilon for r in rows if not math.isnan(r.epsilon)})
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         2, len(eps_values), figsize=(4.2 * len(eps_values), 7), sharex=True, squeeze=False
     )
     styles = {
@@ -195,18 +192,11 @@ def plot_coverage(rows: Sequence[CoverageRow], path: Path, alpha: float = 0.05) 
     axes[1, 0].set_ylabel("mean width (log scale)")
     axes[1, -1].legend(fontsize=7)
     fig.suptitle("Mean of N(0, 4) truncated to [-3, 2], α = 0.05")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_tight(fig, path, dpi=120)
 
 
 def plot_cdf_error(res: CdfErrorResult, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = subplots(figsize=(6.5, 4.5))
     ns = res.ns.astype(float)
     for (m, e), style in zip(res.errors.items(), ("o-", "s-", "^-", "k.--"), strict=True):
         rmse = np.sqrt(np.mean(e**2, axis=0))
@@ -226,19 +216,12 @@ def plot_cdf_error(res: CdfErrorResult, path: Path) -> None:
     ax.set_ylabel("RMSE of the CDF estimate")
     ax.set_title(f"Private bootstrap CDF of √n(θ - x̄), ε = {res.epsilon:g}, t = σ")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_tight(fig, path, dpi=120)
 
 
 def plot_diabetes(rows: Sequence[DiabetesRow], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     keys = [(v, s) for v in DIABETES_BOUNDS for s in ("mean", "median")]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.6))
+    fig, axes = subplots(1, len(keys), figsize=(4 * len(keys), 3.6))
     for ax, (var, stat) in zip(axes, keys, strict=True):
         sel = [r for r in rows if r.variable == var and r.statistic == stat]
         eps = [r.epsilon for r in sel]
@@ -258,6 +241,4 @@ def plot_diabetes(rows: Sequence[DiabetesRow], path: Path) -> None:
         ax.set_title(f"{stat} {DIABETES_LABELS[var]}", fontsize=9)
     axes[0].legend(fontsize=7)
     fig.suptitle("95% intervals, sklearn diabetes study (n = 442)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_tight(fig, path, dpi=120)

@@ -29,6 +29,7 @@ from dpuq._progress import progress
 from dpuq.learning import DecisionStumps, Intervals, PrivateERMClassifier, Thresholds
 from dpuq.learning.erm import pac_sample_complexity
 from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.reporting.figures import save_tight, subplots
 
 __all__ = [
     "PUBLIC_GRID",
@@ -233,12 +234,7 @@ def run_realizable(
 
 def plot(bc: BreastCancerResult, realizable: Sequence[RealizableResult], path: str) -> None:
     """Two panels: breast cancer error vs ε; realizable failure rate vs n / bound."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax1, ax2) = subplots(1, 2, figsize=(11, 4.2))
     s = bc.expected_error.shape[1]
     mean = bc.expected_error.mean(axis=1)
     se = bc.expected_error.std(axis=1, ddof=1) / np.sqrt(s)
@@ -281,9 +277,7 @@ def plot(bc: BreastCancerResult, realizable: Sequence[RealizableResult], path: s
     ax2.set_ylabel("P(population error > α)")
     ax2.set_title("Realizable case: failure rate (α = β = 0.1)")
     ax2.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_tight(fig, path, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> None:

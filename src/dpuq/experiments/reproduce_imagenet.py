@@ -26,13 +26,11 @@ from dpuq.experiments.common import (
     Method,
     MethodResult,
     compare_methods,
-    method_arrays,
-    method_histograms,
     method_table,
+    write_comparison,
 )
 from dpuq.experiments.evaluation import ScorePool
 from dpuq.experiments.synthetic_logits import softmax, synthetic_imagenet_logits
-from dpuq.reporting import write_experiment
 
 __all__ = ["ImagenetConfig", "ImagenetResult", "load_outputs", "run_imagenet"]
 
@@ -200,11 +198,6 @@ def write_imagenet(result: ImagenetResult, out: str | Path, command: str) -> Pat
         else "the privacy level ε (m = m* for each ε)"
     )
     title = f"Figure {figure_no}: coverage and set size for different values of " + what
-    fig = method_histograms(
-        result.results,
-        c.alpha,
-        f"{title}\n{result.source}; n = {c.n_calibration}, {c.n_splits} splits",
-    )
     name = f"figure{figure_no}_{c.experiment}.png"
     body = [
         f"Model outputs: {result.source}; top-1 accuracy {result.accuracy:.3f}.",
@@ -218,13 +211,13 @@ def write_imagenet(result: ImagenetResult, out: str | Path, command: str) -> Pat
         "",
         _reading(result),
     ]
-    return write_experiment(
+    return write_comparison(
         out,
-        figures={name: fig},
+        result,
+        name,
+        f"{title}\n{result.source}; n = {c.n_calibration}, {c.n_splits} splits",
         title=f"dpuq reproduce {c.experiment} — the paper's {title}",
         command=command,
-        seed=c.seed,
-        elapsed_s=result.elapsed_s,
         body="\n".join(body),
         data={
             "config": c.__dict__,
@@ -232,7 +225,6 @@ def write_imagenet(result: ImagenetResult, out: str | Path, command: str) -> Pat
             "accuracy": result.accuracy,
             "methods": [r.row() for r in result.results],
         },
-        arrays=method_arrays(result.results),
     )
 
 

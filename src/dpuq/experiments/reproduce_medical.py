@@ -41,12 +41,11 @@ from dpuq.experiments.common import (
     Method,
     MethodResult,
     compare_methods,
-    method_arrays,
-    method_histograms,
     method_table,
+    write_comparison,
 )
 from dpuq.experiments.evaluation import ScorePool, SplitMetrics, random_splits
-from dpuq.reporting import markdown_table, write_experiment
+from dpuq.reporting import markdown_table
 
 __all__ = ["MedicalConfig", "MedicalResult", "load_rotterdam", "run_medical"]
 
@@ -303,12 +302,6 @@ def format_result(result: MedicalResult) -> str:
 
 def write_medical(result: MedicalResult, out: str | Path, command: str) -> Path:
     c = result.config
-    fig = method_histograms(
-        result.results,
-        c.alpha,
-        f"Figure 7 design: {result.source}\nlogistic regression, n = {c.n_calibration}, "
-        f"{c.n_splits} splits",
-    )
     private = result.results[1].metrics
     example_rows = [
         [
@@ -346,13 +339,14 @@ def write_medical(result: MedicalResult, out: str | Path, command: str) -> Path:
         "",
         markdown_table(["outcome", "model probabilities", "private set"], example_rows),
     ]
-    return write_experiment(
+    return write_comparison(
         out,
-        figures={"figure7_medical.png": fig},
+        result,
+        "figure7_medical.png",
+        f"Figure 7 design: {result.source}\nlogistic regression, n = {c.n_calibration}, "
+        f"{c.n_splits} splits",
         title="dpuq reproduce medical — the paper's Figure 7 design on clinical data",
         command=command,
-        seed=c.seed,
-        elapsed_s=result.elapsed_s,
         body="\n".join(body),
         data={
             "config": c.__dict__,
@@ -363,5 +357,4 @@ def write_medical(result: MedicalResult, out: str | Path, command: str) -> Path:
             "methods": [r.row() for r in result.results],
             "examples": result.examples,
         },
-        arrays=method_arrays(result.results),
     )

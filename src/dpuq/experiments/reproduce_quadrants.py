@@ -75,11 +75,10 @@ class QuadrantsResult:
 def _data(config: QuadrantsConfig):
     """Training images and the held-out pool (the test set of the data set)."""
     if config.data == "digits":
-        from sklearn.datasets import load_digits
+        from dpuq.data.images import load_digits_images
 
-        bunch = load_digits()
-        x = bunch.images / 16.0
-        y = bunch.target.astype(np.int64)
+        x, y = load_digits_images()
+        x = x.astype(np.float64)  # exact: the pixels are k/16
         order = np.random.default_rng([config.seed or 0, 3]).permutation(y.size)
         n_pool = min(y.size // 2, 1000)
         train, pool = order[:-n_pool], order[-n_pool:]

@@ -17,7 +17,9 @@ __all__ = [
     "new_figure",
     "reliability_panel",
     "save",
+    "save_tight",
     "set_size_bars",
+    "subplots",
 ]
 
 #: Colours for up to 8 overlaid methods (colour-blind safe, Okabe-Ito).
@@ -34,6 +36,21 @@ def new_figure(width: float, height: float):
 def save(fig, path: str | os.PathLike, dpi: int = 110) -> None:
     """Write ``fig`` as PNG."""
     fig.savefig(path, dpi=dpi, format="png")
+
+
+def subplots(*args, figsize: tuple[float, float], **kwargs):
+    """``(figure, axes)`` as ``matplotlib.pyplot.subplots`` gives them, without pyplot: no
+    global state and no display; lay out and write with :func:`save_tight`."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*args, **kwargs)
+
+
+def save_tight(fig, path: str | os.PathLike, dpi: int) -> None:
+    """Lay ``fig`` out tightly and write it (format from the file name)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
 
 
 def _bins(values: Sequence[np.ndarray], n_bins: int = 30) -> np.ndarray:

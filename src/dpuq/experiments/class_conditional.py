@@ -36,6 +36,7 @@ from dpuq.conformal.calibration import (
 from dpuq.conformal.class_conditional import calibrate_by_class, class_prediction_sets
 from dpuq.conformal.scores import lac_scores
 from dpuq.metrics.class_coverage import coverage_by_class
+from dpuq.reporting import markdown_table
 
 __all__ = ["ClassConditionalConfig", "format_table", "load_pool", "run_experiment"]
 
@@ -167,23 +168,21 @@ def run_experiment(config: ClassConditionalConfig, probs=None, labels=None) -> d
 def format_table(result: dict) -> str:
     """Markdown table: per class, coverage (± s.e.) and mean size of each method."""
     methods = result["methods"]
-    head = "| class | calibration n (mean) | " + " | ".join(
-        f"{m} coverage | {m} size" for m in methods
-    )
-    lines = [head + " |", "|" + "---|" * (2 + 2 * len(methods))]
+    header = ["class", "calibration n (mean)"]
+    header += [f"{m} {what}" for m in methods for what in ("coverage", "size")]
+    rows = []
     for c, name in enumerate(result["classes"]):
-        cells = [name, f"{result['mean_calibration_counts'][c]:.0f}"]
+        rows.append([name, f"{result['mean_calibration_counts'][c]:.0f}"])
         for m in methods.values():
-            cells += [f"{m['coverage'][c]:.3f} ± {m['coverage_se'][c]:.3f}", f"{m['size'][c]:.2f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    cells = ["**all**", f"{sum(result['mean_calibration_counts']):.0f}"]
+            rows[-1] += [
+                f"{m['coverage'][c]:.3f} ± {m['coverage_se'][c]:.3f}",
+                f"{m['size'][c]:.2f}",
+            ]
+    rows.append(["**all**", f"{sum(result['mean_calibration_counts']):.0f}"])
     for m in methods.values():
-        size = f"{m['overall_size']:.2f}" + (
-            f" ± {m['overall_size_se']:.2f}" if "overall_size_se" in m else ""
-        )
-        cells += [f"{m['overall_coverage']:.3f}", size]
-    lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        se = f" ± {m['overall_size_se']:.2f}" if "overall_size_se" in m else ""
+        rows[-1] += [f"{m['overall_coverage']:.3f}", f"{m['overall_size']:.2f}" + se]
+    return markdown_table(header, rows) + "\n"
 
 
 def main(argv=None) -> int:

@@ -170,10 +170,8 @@ def _calibration_report(n: int, settings: dict) -> PrivacyReport:
 
 def _combined(train: PrivacyReport | None, cal: PrivacyReport | None) -> PrivacyReport | None:
     """The whole pipeline under one relation, replace-one (every part is stated under it)."""
-    if train is None:
+    if train is None or cal is None:
         return None  # a non-private part: the pipeline has no finite guarantee
-    if cal is None:
-        return None
     return compose_disjoint(
         [train, cal],
         "private training, then private calibration on other people",

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
-
 from dpuq._progress import progress
 from dpuq.experiments.common import method_series
 from dpuq.experiments.demo_results import (
@@ -19,7 +17,7 @@ from dpuq.experiments.demo_results import (
 )
 from dpuq.reporting import markdown_table, write_experiment
 from dpuq.reporting.figures import grid_histograms, reliability_panel, set_size_bars
-from dpuq.reporting.html import Example, ReportPage, figure_png, image_png, render_page
+from dpuq.reporting.html import Example, ReportPage, figure_png, render_page, thumbnail_png
 
 __all__ = ["write"]
 
@@ -287,17 +285,12 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
             )
         )
     examples = []
-    if result.pool_images is not None and result.examples:
-        for ex in result.examples:
-            img = result.pool_images[ex["index"]]
-            side = round(float(np.sqrt(img.size)))
-            examples.append(
-                Example(
-                    image_png(img.reshape(side, side), scale=max(2, 64 // side)),
-                    ex["truth"],
-                    ex["sets"],
-                )
-            )
+    if result.pool_images is not None:
+        images = result.pool_images
+        examples = [
+            Example(thumbnail_png(images[ex["index"]]), ex["truth"], ex["sets"])
+            for ex in result.examples
+        ]
     page = ReportPage(
         title=f"Prediction sets with a privacy guarantee: {result.data_name}",
         intro=_intro(result),

@@ -170,13 +170,9 @@ def _fit_predict(x_train, y_train, x_rest, n_classes: int) -> np.ndarray:
 
 
 def _concat(parts: list[SplitMetrics]) -> SplitMetrics:
-    return SplitMetrics(
-        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("coverage", "mean_size")),
-        np.concatenate([p.singleton for p in parts]),
-        np.concatenate([p.empty for p in parts]),
-        np.sum([p.size_counts for p in parts], axis=0),
-        np.concatenate([p.thresholds for p in parts]),
-    )
+    per_split = ("coverage", "mean_size", "singleton", "empty", "thresholds")
+    joined = {f: np.concatenate([getattr(p, f) for p in parts]) for f in per_split}
+    return SplitMetrics(**joined, size_counts=np.sum([p.size_counts for p in parts], axis=0))
 
 
 def run_medical(config: MedicalConfig, *, table=None, show_progress: bool = True) -> MedicalResult:

@@ -177,6 +177,29 @@ class PrivacyReport:
             "seeded": self.seeded,
         }
 
+    @classmethod
+    def from_dict(
+        cls, d: Mapping[str, Any], relation: Relation | str = Relation.REPLACE_ONE
+    ) -> PrivacyReport:
+        """The report :meth:`to_dict` wrote; ``relation`` is used when ``d`` names none.
+
+        Examples
+        --------
+        >>> r = PrivacyReport("Laplace mechanism", epsilon=0.5, notes=("n public",))
+        >>> PrivacyReport.from_dict(r.to_dict()) == r
+        True
+        """
+        return cls(
+            mechanism=d["mechanism"],
+            epsilon=d["epsilon"],
+            delta=d["delta"],
+            relation=d.get("relation", relation),
+            sensitivity=d["sensitivity"],
+            details=d["details"],
+            notes=tuple(d["notes"]),
+            seeded=d.get("seeded", False),
+        )
+
     def __str__(self) -> str:
         guarantee = (
             f"ε = {self.epsilon:.4g} (pure, δ = 0)"

@@ -203,7 +203,7 @@ def test_never_overwrites_a_folder_it_did_not_write(tmp_path, capsys):
 def test_interrupted_report_leaves_nothing_that_looks_complete(user_outputs, monkeypatch, capsys):
     """Ctrl-C while the report is being written: no report folder, no leftovers; a previous
     complete report stays as it was."""
-    from dpuq.experiments import demo_report
+    from dpuq.reporting import figures
 
     d, _, _ = user_outputs
     tmp_path = d / "reports"
@@ -212,22 +212,22 @@ def test_interrupted_report_leaves_nothing_that_looks_complete(user_outputs, mon
     args = ["demo", "--probs", str(d / "probs.npy"), "--labels", str(d / "labels.npy")]
     args += ["--seed", "3", "--splits", "5", "--out", str(out), "--no-progress"]
     calls = {"n": 0}
-    real_save = demo_report.save
+    real_save = figures.save
 
     def save_then_interrupt(fig, path, *a, **k):
         real_save(fig, path, *a, **k)
         calls["n"] += 1
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(demo_report, "save", save_then_interrupt)
+    monkeypatch.setattr(figures, "save", save_then_interrupt)
     assert main(args) == 130
     assert calls["n"] == 1 and not out.exists()
     assert list(tmp_path.iterdir()) == []
 
-    monkeypatch.setattr(demo_report, "save", real_save)
+    monkeypatch.setattr(figures, "save", real_save)
     assert main(args) == 0
     before = (out / "report.html").read_text()
-    monkeypatch.setattr(demo_report, "save", save_then_interrupt)
+    monkeypatch.setattr(figures, "save", save_then_interrupt)
     assert main(args) == 130
     assert (out / "report.html").read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dpuq-report"]

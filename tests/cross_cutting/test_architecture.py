@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # Layers that a privacy-critical module must never reach (directly or through others):
 # privacy arguments must be checkable without reading the application around them.
 PRIVACY_CRITICAL = "dpuq.mechanisms"
-APPLICATION = ("dpuq.experiments", "dpuq.commands", "dpuq.plotting", "dpuq.cli")
+APPLICATION = ("dpuq.experiments", "dpuq.commands", "dpuq.plotting", "dpuq.reporting", "dpuq.cli")
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -169,7 +169,7 @@ LAYERS = (
     # scores, sets and intervals: conformal prediction, private confidence intervals
     ("conformal", "inference"),
     # evaluation and the package's own face
-    ("metrics", "plotting", "dpuq"),
+    ("metrics", "plotting", "reporting", "dpuq"),
     # applications
     ("experiments",),
     # command line

@@ -9,9 +9,10 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from dpuq.experiments.output import MARKER, atomic_output_dir, check_output_dir
-from dpuq.experiments.plots import coverage_size_histograms
-from dpuq.experiments.report_html import Example, ReportPage, figure_png, image_png, render_page
+from dpuq.report import PrivacyReport
+from dpuq.reporting import MARKER, atomic_output_dir, check_output_dir
+from dpuq.reporting.figures import coverage_size_histograms
+from dpuq.reporting.html import Example, ReportPage, figure_png, image_png, render_page
 
 
 class _Collect(HTMLParser):
@@ -134,6 +135,32 @@ class TestOutputFolder:
         (tmp_path / "empty").mkdir()
         assert check_output_dir(tmp_path / "empty") == tmp_path / "empty"
 
+    def test_write_experiment_writes_everything_or_nothing(self, tmp_path):
+        from dpuq.reporting import write_experiment
+        from dpuq.reporting.figures import reliability_panel, set_size_bars
+
+        rng = np.random.default_rng(0)
+        probs = rng.dirichlet(np.ones(3), size=60)
+        figures = {
+            "bars.png": set_size_bars([("a", np.array([1, 5, 2, 0]))], 3, "sizes"),
+            "rel.png": reliability_panel([("m", probs)], probs.argmax(axis=1), "reliability"),
+        }
+        done = write_experiment(
+            tmp_path / "out", figures=figures, files={"page.html": "<p>é</p>"}, title="T",
+            command="dpuq x", seed=3, elapsed_s=1.0, body="body", data={"k": 1},
+            arrays={"a": np.arange(3)},
+        )  # fmt: skip
+        names = sorted(p.name for p in done.iterdir())
+        assert names == [MARKER, "bars.png", "page.html", "rel.png", "results.json", "splits.npz",
+                         "summary.md"]  # fmt: skip
+        assert (done / "bars.png").read_bytes()[:4] == b"\x89PNG"
+        assert (done / "page.html").read_text(encoding="utf-8") == "<p>é</p>"
+        summary = (done / "summary.md").read_text(encoding="utf-8")
+        assert summary.startswith("# T\n") and "Seed: 3." in summary and summary.endswith("body\n")
+        with pytest.raises(TypeError):  # a bad argument: nothing replaces the folder
+            write_experiment(tmp_path / "out", figures={"x.png": figures["bars.png"]}, bogus=1)
+        assert sorted(p.name for p in done.iterdir()) == names
+
 
 class TestRelations:
     """dpuq.report: one closed type of neighbouring relation; conversion; composition."""
@@ -221,6 +248,10 @@ class TestRelations:
         assert back == r and back.relation == "add/remove-one" and back.seeded
         assert r.to_dict()["relation"] == "add/remove-one"
         assert "added or removed" in r.to_dict()["neighbouring"]
+        assert PrivacyReport.from_dict(r.to_dict()) == r
+        legacy = {k: v for k, v in r.to_dict().items() if k not in ("relation", "seeded")}
+        old = PrivacyReport.from_dict(legacy, relation="add/remove-one")
+        assert old.relation == "add/remove-one" and not old.seeded
 
     def test_training_report_composes_with_calibration_without_conversion(self):
         pytest.importorskip("opacus")

@@ -9,7 +9,7 @@ import numpy as np
 
 from dpuq.experiments import demo_report
 from dpuq.experiments.evaluation import SplitMetrics
-from dpuq.experiments.report_html import ReportPage, render_page
+from dpuq.reporting.html import ReportPage, render_page
 
 
 def _page(**extra) -> str:

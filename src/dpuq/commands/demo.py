@@ -129,12 +129,10 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """An experiment: its releases are repeated over splits to be measured, none is published
-    for use, so it runs without a ledger even under ``DPUQ_REQUIRE_LEDGER=1``."""
-    from dpuq.ledger import _simulation
+    """``dpuq demo``, an experiment (:func:`dpuq.commands.reproduce.run_as_experiment`)."""
+    from dpuq.commands.reproduce import run_as_experiment
 
-    with _simulation():
-        return _run(args)
+    return run_as_experiment(_run, args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -143,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     check_extras(args)
     from dpuq.experiments.demo import DemoConfig, run_demo, write_report
     from dpuq.experiments.demo_results import format_demo
-    from dpuq.experiments.output import check_output_dir
+    from dpuq.reporting import check_output_dir
 
     check_options(args)
     if not args.no_report:

@@ -140,13 +140,19 @@ def _config(cls, args: argparse.Namespace, **option_of):
     return cls(**values)
 
 
-def run(args: argparse.Namespace) -> int:
-    """An experiment: its releases are repeated over splits to be measured, none is published
-    for use, so it runs without a ledger even under ``DPUQ_REQUIRE_LEDGER=1``."""
+def run_as_experiment(run, args: argparse.Namespace) -> int:
+    """``run(args)`` as an experiment: its releases are repeated over splits to be measured,
+    none is published for use, so it runs without a ledger even under
+    ``DPUQ_REQUIRE_LEDGER=1`` (``dpuq reproduce``, ``dpuq demo``)."""
     from dpuq.ledger import _simulation
 
     with _simulation():
-        return _run(args)
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``dpuq reproduce EXPERIMENT`` (:func:`run_as_experiment`)."""
+    return run_as_experiment(_run, args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -157,12 +163,12 @@ def _run(args: argparse.Namespace) -> int:
     out = args.out or f"dpuq-reproduce/{args.experiment}"
     args.out = out
     command = _command(args)
-    from dpuq.experiments.output import check_output_dir
+    from dpuq.reporting import check_output_dir
 
     check_output_dir(out)
     if args.experiment == "dpsgld":
         from dpuq.experiments import dpsgld as mod
-        from dpuq.experiments.output import atomic_output_dir
+        from dpuq.reporting import atomic_output_dir
 
         with atomic_output_dir(out) as tmp:
             argv = ["--out", str(tmp)] + (["--quick"] if args.quick else [])

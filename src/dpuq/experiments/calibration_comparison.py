@@ -25,10 +25,11 @@ from pathlib import Path
 import numpy as np
 
 from dpuq.conformal.scores import aps_scores, raps_scores
-from dpuq.experiments.common import Method, compare_methods, markdown_table
+from dpuq.experiments.common import Method, compare_methods
 from dpuq.experiments.evaluation import ScorePool, random_splits
 from dpuq.mechanisms.quantile import bin_edges, bin_index
 from dpuq.planning import auto_n_bins
+from dpuq.reporting import markdown_table
 
 __all__ = ["aps_table", "comparison_rows", "digits_pool", "load_pools", "main"]
 

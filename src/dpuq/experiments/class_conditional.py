@@ -36,6 +36,7 @@ from dpuq.conformal.calibration import (
 from dpuq.conformal.class_conditional import calibrate_by_class, class_prediction_sets
 from dpuq.conformal.scores import lac_scores
 from dpuq.metrics.class_coverage import coverage_by_class
+from dpuq.reporting import markdown_table
 
 __all__ = ["ClassConditionalConfig", "format_table", "load_pool", "run_experiment"]
 
@@ -100,6 +101,17 @@ def _mondrian_split(scores: np.ndarray, labels: np.ndarray, k: int, alpha: float
     return out
 
 
+def _private_pair(true, labels, k: int, alpha: float, epsilon: float, rng):
+    """One simulated release of each private method: marginal and per-class thresholds (k,)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UninformativeReleaseWarning)
+        marginal = calibrate(true, alpha=alpha, epsilon=epsilon, random_state=rng).threshold
+        by_class = calibrate_by_class(
+            true, labels, k, alpha=alpha, epsilon=epsilon, random_state=rng
+        ).threshold_array()
+    return np.full(k, marginal), by_class
+
+
 def run_experiment(config: ClassConditionalConfig, probs=None, labels=None) -> dict:
     """Per-class coverage and mean size of the three methods, averaged over random splits.
 
@@ -123,17 +135,11 @@ def run_experiment(config: ClassConditionalConfig, probs=None, labels=None) -> d
         perm = rng.permutation(labels.size)
         cal, test = perm[:n_cal], perm[n_cal:]
         cal_counts[r] = np.bincount(labels[cal], minlength=k)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UninformativeReleaseWarning)
-            t_marg = calibrate(
-                true[cal], alpha=config.alpha, epsilon=config.epsilon, random_state=rng
-            ).threshold
-            t_class = calibrate_by_class(
-                true[cal], labels[cal], k, alpha=config.alpha, epsilon=config.epsilon,
-                random_state=rng,
-            ).threshold_array()  # fmt: skip
+        t_marg, t_class = _private_pair(
+            true[cal], labels[cal], k, config.alpha, config.epsilon, rng
+        )
         t_split = _mondrian_split(true[cal], labels[cal], k, config.alpha)
-        for i, t in enumerate((np.full(k, t_marg), t_class, t_split)):
+        for i, t in enumerate((t_marg, t_class, t_split)):
             sets = class_prediction_sets(all_scores[test], t)
             _, cov[i, r], size[i, r] = coverage_by_class(sets, labels[test], k)
             overall[i, r] = sets[np.arange(test.size), labels[test]].mean(), sets.sum(1).mean()
@@ -162,23 +168,21 @@ def run_experiment(config: ClassConditionalConfig, probs=None, labels=None) -> d
 def format_table(result: dict) -> str:
     """Markdown table: per class, coverage (± s.e.) and mean size of each method."""
     methods = result["methods"]
-    head = "| class | calibration n (mean) | " + " | ".join(
-        f"{m} coverage | {m} size" for m in methods
-    )
-    lines = [head + " |", "|" + "---|" * (2 + 2 * len(methods))]
+    header = ["class", "calibration n (mean)"]
+    header += [f"{m} {what}" for m in methods for what in ("coverage", "size")]
+    rows = []
     for c, name in enumerate(result["classes"]):
-        cells = [name, f"{result['mean_calibration_counts'][c]:.0f}"]
+        rows.append([name, f"{result['mean_calibration_counts'][c]:.0f}"])
         for m in methods.values():
-            cells += [f"{m['coverage'][c]:.3f} ± {m['coverage_se'][c]:.3f}", f"{m['size'][c]:.2f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    cells = ["**all**", f"{sum(result['mean_calibration_counts']):.0f}"]
+            rows[-1] += [
+                f"{m['coverage'][c]:.3f} ± {m['coverage_se'][c]:.3f}",
+                f"{m['size'][c]:.2f}",
+            ]
+    rows.append(["**all**", f"{sum(result['mean_calibration_counts']):.0f}"])
     for m in methods.values():
-        size = f"{m['overall_size']:.2f}" + (
-            f" ± {m['overall_size_se']:.2f}" if "overall_size_se" in m else ""
-        )
-        cells += [f"{m['overall_coverage']:.3f}", size]
-    lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        se = f" ± {m['overall_size_se']:.2f}" if "overall_size_se" in m else ""
+        rows[-1] += [f"{m['overall_coverage']:.3f}", f"{m['overall_size']:.2f}" + se]
+    return markdown_table(header, rows) + "\n"
 
 
 def main(argv=None) -> int:
@@ -226,18 +230,13 @@ def demo_class_table(
     true = scores[np.arange(labels.size), labels]
     tables = []
     for cal, test in zip(cal_idx[:max_splits], test_idx[:max_splits], strict=True):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UninformativeReleaseWarning)
-            t_marg = calibrate(true[cal], alpha=alpha, epsilon=epsilon, random_state=rng)
-            t_class = calibrate_by_class(
-                true[cal], labels[cal], k, alpha=alpha, epsilon=epsilon, random_state=rng
-            )
+        t_marg, t_class = _private_pair(true[cal], labels[cal], k, alpha, epsilon, rng)
         tables.append(
             class_coverage_table(
                 labels[test],
                 class_names,
-                marginal=class_prediction_sets(scores[test], np.full(k, t_marg.threshold)),
-                class_conditional=class_prediction_sets(scores[test], t_class.threshold_array()),
+                marginal=class_prediction_sets(scores[test], t_marg),
+                class_conditional=class_prediction_sets(scores[test], t_class),
             )
         )
     rows = []

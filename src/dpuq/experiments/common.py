@@ -7,11 +7,8 @@ splits (a paired comparison) and returns their :class:`SplitMetrics`.
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,18 +23,20 @@ from dpuq.experiments.evaluation import (
     split_conformal_thresholds,
 )
 from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.reporting.files import markdown_table, text_table
 
 __all__ = [
     "Method",
     "MethodResult",
     "compare_methods",
-    "markdown_table",
+    "compare_on_models",
     "method_arrays",
     "method_histograms",
     "method_rows",
+    "method_series",
     "method_table",
     "model_accuracy",
-    "write_results",
+    "write_comparison",
 ]
 
 
@@ -72,9 +71,9 @@ def compare_methods(
     methods: list[Method],
     *,
     alpha: float,
-    n_calibration: int,
-    n_test: int | None,
-    n_splits: int,
+    n_calibration: int | None = None,
+    n_test: int | None = None,
+    n_splits: int | None = None,
     random_state: RandomState,
     show_progress: bool = True,
     desc: str = "calibration methods",
@@ -83,7 +82,8 @@ def compare_methods(
     """Evaluate each method on the same ``n_splits`` random calibration/test splits.
 
     ``splits`` (calibration and test index arrays, as from
-    :func:`dpuq.experiments.evaluation.random_splits`) replaces the random draw.
+    :func:`dpuq.experiments.evaluation.random_splits`) replaces the random draw (and the
+    sizes are then not needed).
     """
     rng = check_random_state(random_state)
     if splits is None:
@@ -117,6 +117,23 @@ def compare_methods(
     return results
 
 
+def compare_on_models(
+    models: list, labels: np.ndarray, methods: list[Method], splits, **kwargs: Any
+) -> dict[str, tuple[float, float | None, list[MethodResult]]]:
+    """Each model's accuracy, ECE and :func:`compare_methods` on the same ``splits``.
+
+    ``models`` have ``name`` and ``probs`` (on the pool with ``labels``); ``kwargs`` go to
+    :func:`compare_methods` (``alpha``, ``random_state``, ...). Models run in order, sharing
+    the random state.
+    """
+    out = {}
+    for model in models:
+        pool = ScorePool.from_probs(model.probs, labels)
+        results = compare_methods(pool, methods, splits=splits, **kwargs)
+        out[model.name] = (*model_accuracy(model.probs, labels), results)
+    return out
+
+
 def model_accuracy(probs: np.ndarray, labels: np.ndarray) -> tuple[float, float | None]:
     """Top-1 accuracy and expected calibration error (None without scikit-learn's extras)."""
     accuracy = float(np.mean(probs.argmax(axis=1) == labels))
@@ -136,12 +153,36 @@ def method_arrays(results: list[MethodResult]) -> dict[str, np.ndarray]:
     }
 
 
+def method_series(results: list[MethodResult]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(label, coverage per split, mean size per split) of each method, for the histograms."""
+    return [(r.method.label, r.metrics.coverage, r.metrics.mean_size) for r in results]
+
+
 def method_histograms(results: list[MethodResult], alpha: float, title: str):
     """Coverage and set-size histograms of the methods over the splits (one figure)."""
-    from dpuq.experiments.plots import coverage_size_histograms
+    from dpuq.reporting.figures import coverage_size_histograms
 
-    series = [(r.method.label, r.metrics.coverage, r.metrics.mean_size) for r in results]
-    return coverage_size_histograms(series, alpha, title)
+    return coverage_size_histograms(method_series(results), alpha, title)
+
+
+def write_comparison(out, result, figure: str, figure_title: str, **results: Any):
+    """The histograms of ``result.results`` (PNG file ``figure``), ``summary.md``,
+    ``results.json`` and ``splits.npz`` into ``out``, atomically. ``result`` has ``config``
+    (``alpha``, ``seed``), ``results`` and ``elapsed_s``; ``results`` (title, command, body,
+    data) go to :func:`dpuq.reporting.write_experiment`."""
+    from dpuq.reporting import write_experiment
+
+    c = result.config
+    fig = method_histograms(result.results, c.alpha, figure_title)
+    arrays = method_arrays(result.results)
+    return write_experiment(
+        out,
+        figures={figure: fig},
+        seed=c.seed,
+        elapsed_s=result.elapsed_s,
+        arrays=arrays,
+        **results,
+    )
 
 
 def method_table(results: list[MethodResult], *, markdown: bool = False) -> str:
@@ -183,81 +224,3 @@ METHOD_HEADER = [
     "mean set size [5%, 95%]",
     "singletons",
 ]
-
-
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """A GitHub markdown table.
-
-    Examples
-    --------
-    >>> print(markdown_table(["a", "b"], [["1", "2"]]))
-    | a | b |
-    |---|---|
-    | 1 | 2 |
-    """
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def text_table(header: list[str], rows: list[list[str]]) -> str:
-    """A plain aligned table for the terminal.
-
-    Examples
-    --------
-    >>> print(text_table(["a", "bb"], [["1", "2"]]))
-    a  bb
-    1  2
-    """
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-    out = []
-    for row in [header, *rows]:
-        out.append("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(out)
-
-
-def write_results(
-    directory: Path,
-    *,
-    title: str,
-    command: str,
-    seed: int | str | None,
-    elapsed_s: float,
-    body: str,
-    data: dict[str, Any],
-    arrays: dict[str, np.ndarray] | None = None,
-) -> None:
-    """Write ``summary.md`` (title, command, seed, time, ``body``), ``results.json`` and,
-    when given, ``splits.npz`` (per-split arrays, to redraw the figures)."""
-    from dpuq.io import write_json
-
-    header = [
-        f"# {title}",
-        "",
-        "Made by:",
-        "",
-        "```bash",
-        command,
-        "```",
-        "",
-        f"Seed: {'none (OS entropy)' if seed is None else seed}. "
-        f"Run time: {elapsed_s:.1f} s on {_machine()}. "
-        f"Written {time.strftime('%Y-%m-%d')} by dpuq.",
-        "",
-    ]
-    (directory / "summary.md").write_text("\n".join(header) + body.rstrip() + "\n", "utf-8")
-    write_json(directory / "results.json", {"title": title, "command": command, **data})
-    if arrays:
-        np.savez_compressed(directory / "splits.npz", **arrays)
-
-
-def _machine() -> str:
-    import os
-    import platform
-
-    return f"{os.cpu_count()} CPU core(s), Python {platform.python_version()}"
-
-
-def dumps(obj: Any) -> str:
-    """Compact JSON for logs."""
-    return json.dumps(obj, default=float)

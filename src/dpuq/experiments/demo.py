@@ -45,9 +45,9 @@ import numpy as np
 
 from dpuq._progress import progress
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
-from dpuq.experiments.common import Method, compare_methods, model_accuracy
+from dpuq.experiments.common import Method, compare_on_models
 from dpuq.experiments.demo_results import DemoConfig, DemoResult, PipelineResult
-from dpuq.experiments.evaluation import ScorePool, random_splits
+from dpuq.experiments.evaluation import random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
 from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.randomness import check_random_state
@@ -81,11 +81,10 @@ def _load_data(config: DemoConfig, rng: np.random.Generator) -> DemoData:
         classes = [str(k) for k in range(probs.shape[1])]
         return DemoData(None, None, None, labels, classes, source, False, outputs=probs)
     if config.data == "digits":
-        from sklearn.datasets import load_digits
+        from dpuq.data.images import load_digits_images
 
-        bunch = load_digits()
-        x = bunch.images / 16.0
-        y = bunch.target.astype(np.int64)
+        x, y = load_digits_images()
+        x = x.astype(np.float64)  # exact: the pixels are k/16
         classes = [str(k) for k in range(10)]
         name = "sklearn handwritten digits (1797 images, 8×8 pixels, 10 classes)"
     elif config.data == "fashion-mnist":
@@ -152,24 +151,27 @@ def _sizes(config: DemoConfig, n_total: int) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------ metrics
-def _calibration_report(n: int, epsilon: float, level: float | None, m) -> PrivacyReport:
+def _calibration_report(n: int, settings: dict) -> PrivacyReport:
     return PrivacyReport(
         mechanism="private split-conformal threshold (exponential mechanism over binned "
         "quantiles, rank utility at the certified level)",
-        epsilon=epsilon,
+        epsilon=settings["epsilon"],
         delta=0.0,
         relation=Relation.REPLACE_ONE,
         sensitivity="utility -max(L_j - rho, rho - C_j, 0) moves by at most 1",
-        details={"n": n, "level (rho/n)": level, "n_bins": m, "method": "certified"},
+        details={
+            "n": n,
+            "level (rho/n)": settings["level"],
+            "n_bins": settings["n_bins"],
+            "method": "certified",
+        },
     )
 
 
 def _combined(train: PrivacyReport | None, cal: PrivacyReport | None) -> PrivacyReport | None:
     """The whole pipeline under one relation, replace-one (every part is stated under it)."""
-    if train is None:
+    if train is None or cal is None:
         return None  # a non-private part: the pipeline has no finite guarantee
-    if cal is None:
-        return None
     return compose_disjoint(
         [train, cal],
         "private training, then private calibration on other people",
@@ -178,20 +180,21 @@ def _combined(train: PrivacyReport | None, cal: PrivacyReport | None) -> Privacy
 
 
 def _temperature_scaled(
-    models: list[TrainedModel], data: DemoData, config: DemoConfig, rng
+    models: list[TrainedModel], held_out: list[np.ndarray], data: DemoData, config: DemoConfig, rng
 ) -> list[TrainedModel]:
-    """Each private model again, after private temperature scaling on the held-out people."""
+    """Each private model again, after private temperature scaling on the held-out people
+    (``held_out``: each model's probabilities on them)."""
     from dpuq.training.temperature import private_temperature_scaling, softmax_with_temperature
 
     eps_t = config.temperature_epsilon if config.temperature_epsilon is not None else config.epsilon
     eps_t = check_epsilon(eps_t, "temperature_epsilon")
     tiny = np.finfo(float).tiny  # log of a probability that underflowed to 0
     scaled = []
-    for m in models:
-        if m.privacy is None or "probs_temperature" not in m.info:
+    for m, probs_t in zip(models, held_out, strict=True):
+        if m.privacy is None:
             continue
         t, report = private_temperature_scaling(
-            np.log(np.maximum(m.info["probs_temperature"], tiny)),
+            np.log(np.maximum(probs_t, tiny)),
             data.y_temperature,
             epsilon=eps_t,
             random_state=rng if config.seed is not None else None,
@@ -203,8 +206,7 @@ def _temperature_scaled(
             relation=Relation.REPLACE_ONE,
         )
         probs = softmax_with_temperature(np.log(np.maximum(m.probs, tiny)), t)
-        info = {k: v for k, v in m.info.items() if k != "probs_temperature"}
-        info.update(temperature=t, temperature_privacy=report)
+        info = {**m.info, "temperature": t, "temperature_privacy": report}
         scaled.append(TrainedModel(f"{m.name} + private TS", probs, privacy, info))
     return scaled
 
@@ -225,7 +227,8 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
     notes: list[str] = []
     data = _load_data(config, rng)
     if data.outputs is not None:
-        n_cal, n_test = config.n_calibration or data.y_pool.size // 2, None
+        n_cal = config.n_calibration or data.y_pool.size // 2
+        n_test = data.y_pool.size - n_cal
         declared = None
         if config.declared_training:  # reported as declared, never as verified
             declared = PrivacyReport(
@@ -243,11 +246,9 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
         source = config.dataset_name or data.name
         models = [TrainedModel(name, data.outputs, declared, {"source": source})]
         n_train = 0
-        n_test = data.y_pool.size - n_cal
     else:
         n_cal, n_test = _sizes(config, data.y_train.size + data.y_pool.size)
         n_train = int(data.y_train.size)
-        epochs = config.epochs
         x_eval = data.x_pool
         if data.x_temperature is not None:
             x_eval = np.concatenate([data.x_pool, data.x_temperature])
@@ -258,28 +259,16 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
             n_classes=len(data.classes),
             epsilon=config.train_epsilon,
             delta=config.train_delta,
-            epochs=epochs,
+            epochs=config.epochs,
             seed=seed if config.seed is not None else seed >> 65,  # torch takes 63 bits
             show_progress=show_progress,
             quick=config.quick,
         )
         if data.x_temperature is not None:
             n_pool = data.y_pool.size
-            models = [
-                TrainedModel(
-                    m.name,
-                    m.probs[:n_pool],
-                    m.privacy,
-                    {**m.info, "probs_temperature": m.probs[n_pool:]},
-                )
-                for m in models
-            ]
-            models += _temperature_scaled(models, data, config, rng)
-            models = [
-                TrainedModel(m.name, m.probs, m.privacy, {k: v for k, v in m.info.items()
-                                                            if k != "probs_temperature"})
-                for m in models
-            ]  # fmt: skip
+            held_out = [m.probs[n_pool:] for m in models]
+            models = [TrainedModel(m.name, m.probs[:n_pool], m.privacy, m.info) for m in models]
+            models += _temperature_scaled(models, held_out, data, config, rng)
         for m in models:
             if m.info.get("note"):
                 notes.append(m.info["note"])
@@ -289,38 +278,23 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
         Method("non-private threshold"),
         Method(f"private threshold (ε = {eps_cal:g})", eps_cal),
     ]
+    by_model = compare_on_models(
+        progress(models, "calibrating each model", disable=not show_progress),
+        labels,
+        methods,
+        splits,
+        alpha=alpha,
+        random_state=rng,
+        show_progress=False,
+    )
     accuracy, ece, pipelines = {}, {}, []
-    for model in progress(models, "calibrating each model", disable=not show_progress):
-        accuracy[model.name], ece[model.name] = model_accuracy(model.probs, labels)
-        pool = ScorePool.from_probs(model.probs, labels)
-        results = compare_methods(
-            pool,
-            methods,
-            alpha=alpha,
-            n_calibration=n_cal,
-            n_test=n_test,
-            n_splits=config.n_splits,
-            random_state=rng,
-            show_progress=False,
-            splits=splits,
-        )
+    for model, (acc, model_ece, results) in zip(models, by_model.values(), strict=True):
+        accuracy[model.name], ece[model.name] = acc, model_ece
         for method, res in zip(methods, results, strict=True):
-            cal_report = (
-                None
-                if method.epsilon is None
-                else _calibration_report(
-                    n_cal, eps_cal, res.settings["level"], res.settings["n_bins"]
-                )
-            )
+            cal = None if method.epsilon is None else _calibration_report(n_cal, res.settings)
+            combined = _combined(model.privacy, cal)
             pipelines.append(
-                PipelineResult(
-                    model.name,
-                    method.label,
-                    res,
-                    model.privacy,
-                    cal_report,
-                    _combined(model.privacy, cal_report),
-                )
+                PipelineResult(model.name, method.label, res, model.privacy, cal, combined)
             )
     result = DemoResult(
         config=config,

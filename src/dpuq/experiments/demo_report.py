@@ -5,10 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
-
 from dpuq._progress import progress
-from dpuq.experiments.common import markdown_table, write_results
+from dpuq.experiments.common import method_series
 from dpuq.experiments.demo_results import (
     TABLE_HEADER,
     format_demo,
@@ -17,22 +15,18 @@ from dpuq.experiments.demo_results import (
     privacy_text,
     table_rows,
 )
-from dpuq.experiments.output import atomic_output_dir
-from dpuq.experiments.plots import COLOURS, grid_histograms, new_figure, save
-from dpuq.experiments.report_html import Example, ReportPage, figure_png, image_png, render_page
+from dpuq.reporting import markdown_table, write_experiment
+from dpuq.reporting.figures import grid_histograms, reliability_panel, set_size_bars
+from dpuq.reporting.html import Example, ReportPage, figure_png, render_page, thumbnail_png
 
 __all__ = ["write"]
 
 
 def _histograms(result):
-    rows = []
-    for model in result.models:
-        series = [
-            (p.calibration, p.result.metrics.coverage, p.result.metrics.mean_size)
-            for p in result.pipelines
-            if p.model == model.name
-        ]
-        rows.append((model.name, series))
+    rows = [
+        (m.name, method_series([p.result for p in result.pipelines if p.model == m.name]))
+        for m in result.models
+    ]
     c = result.config
     return grid_histograms(
         rows,
@@ -40,58 +34,6 @@ def _histograms(result):
         f"Coverage and mean set size over {c.n_splits} random calibration/test splits "
         f"(n = {result.n_calibration} calibration people)",
     )
-
-
-def _size_shares(result):
-    """Bar chart: share of sets with 0, 1, 2, ... labels, per pipeline."""
-    fig = new_figure(11, 3.6)
-    ax = fig.subplots()
-    pipelines = result.pipelines
-    k = len(result.classes)
-    top = 1
-    for p in pipelines:
-        counts = p.result.metrics.size_counts
-        nz = np.flatnonzero(counts)
-        top = max(top, int(nz.max()) if nz.size else 1)
-    top = min(k, max(top, 3))
-    width = 0.8 / len(pipelines)
-    x = np.arange(top + 1)
-    for i, p in enumerate(pipelines):
-        counts = p.result.metrics.size_counts[: top + 1]
-        share = counts / max(1, p.result.metrics.size_counts.sum())
-        ax.bar(
-            x + (i - (len(pipelines) - 1) / 2) * width,
-            share,
-            width,
-            color=COLOURS[i % len(COLOURS)],
-            label=f"{p.model} + {p.calibration}",
-        )
-    ax.set_xticks(x)
-    ax.set_xlabel("number of labels in the prediction set")
-    ax.set_ylabel("share of test people")
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.legend(fontsize=7, frameon=False, ncols=2)
-    fig.suptitle("How large are the sets? (0 = empty set, 1 = a single answer)")
-    return fig
-
-
-def _reliability(result):
-    """Reliability diagrams of the models (dpuq.plotting), all on one panel, or None."""
-    try:
-        from dpuq.metrics.calibration import expected_calibration_error
-        from dpuq.plotting import reliability_diagram
-    except ImportError:
-        return None
-    fig = new_figure(5.6, 5.0)
-    ax = fig.subplots()
-    for model in result.models:
-        ece = expected_calibration_error(model.probs, result.pool_labels)
-        reliability_diagram(
-            model.probs, result.pool_labels, label=f"{model.name} (ECE {ece:.3f})", ax=ax
-        )
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.suptitle("When the model says 80 %, is it right 80 % of the time?")
-    return fig
 
 
 def _intro(result) -> list[str]:
@@ -311,13 +253,24 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
         ),
         (
             "Set sizes",
-            _size_shares(result),
+            set_size_bars(
+                [
+                    (f"{p.model} + {p.calibration}", p.result.metrics.size_counts)
+                    for p in result.pipelines
+                ],
+                len(result.classes),
+                "How large are the sets? (0 = empty set, 1 = a single answer)",
+            ),
             "Share of test people whose set has 0, 1, 2, ... labels (all splits pooled).",
             "set_sizes.png",
         ),
     ]
     next(steps)
-    rel = _reliability(result)
+    rel = reliability_panel(
+        [(m.name, m.probs) for m in result.models],
+        result.pool_labels,
+        "When the model says 80 %, is it right 80 % of the time?",
+    )
     next(steps)
     if rel is not None:
         figures.append(
@@ -332,17 +285,12 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
             )
         )
     examples = []
-    if result.pool_images is not None and result.examples:
-        for ex in result.examples:
-            img = result.pool_images[ex["index"]]
-            side = round(float(np.sqrt(img.size)))
-            examples.append(
-                Example(
-                    image_png(img.reshape(side, side), scale=max(2, 64 // side)),
-                    ex["truth"],
-                    ex["sets"],
-                )
-            )
+    if result.pool_images is not None:
+        images = result.pool_images
+        examples = [
+            Example(thumbnail_png(images[ex["index"]]), ex["truth"], ex["sets"])
+            for ex in result.examples
+        ]
     page = ReportPage(
         title=f"Prediction sets with a privacy guarantee: {result.data_name}",
         intro=_intro(result),
@@ -384,45 +332,42 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
         ],
     )
     next(steps, None)
-    with atomic_output_dir(out) as tmp:
-        for _, fig, _, name in figures:
-            save(fig, tmp / name)
-        (tmp / "report.html").write_text(render_page(page), encoding="utf-8")
-        body = "\n".join(
-            [
-                f"Data: {result.data_name}. {result.n_train} training, {result.n_calibration} "
-                f"calibration, {result.n_test} test people; {result.config.n_splits} splits.",
-                "",
-                markdown_table(TABLE_HEADER, table_rows(result)),
-                "",
-                *(f"- {t}" for t in privacy_text(result)),
-                "",
-                "Open `report.html` for the figures and examples.",
-            ]
-        )
-        write_results(
-            tmp,
-            title="dpuq demo — private model and private prediction sets",
-            command=command,
-            seed=result.config.seed,
-            elapsed_s=result.elapsed_s,
-            body=body,
-            data={
-                "data": result.data_name,
-                "accuracy": result.accuracy,
-                "ece": result.ece,
-                "pipelines": [
-                    {
-                        "model": p.model,
-                        "calibration": p.calibration,
-                        **p.result.row(),
-                        "training_privacy": None
-                        if p.training_privacy is None
-                        else p.training_privacy.to_dict(),
-                        "combined_privacy": None if p.combined is None else p.combined.to_dict(),
-                    }
-                    for p in result.pipelines
-                ],
-            },
-        )
+    body = [
+        f"Data: {result.data_name}. {result.n_train} training, {result.n_calibration} "
+        f"calibration, {result.n_test} test people; {result.config.n_splits} splits.",
+        "",
+        markdown_table(TABLE_HEADER, table_rows(result)),
+        "",
+        *(f"- {t}" for t in privacy_text(result)),
+        "",
+        "Open `report.html` for the figures and examples.",
+    ]
+    pipelines = [
+        {
+            "model": p.model,
+            "calibration": p.calibration,
+            **p.result.row(),
+            "training_privacy": None
+            if p.training_privacy is None
+            else p.training_privacy.to_dict(),
+            "combined_privacy": None if p.combined is None else p.combined.to_dict(),
+        }
+        for p in result.pipelines
+    ]
+    write_experiment(
+        out,
+        figures={name: fig for _, fig, _, name in figures},
+        files={"report.html": render_page(page)},
+        title="dpuq demo — private model and private prediction sets",
+        command=command,
+        seed=result.config.seed,
+        elapsed_s=result.elapsed_s,
+        body="\n".join(body),
+        data={
+            "data": result.data_name,
+            "accuracy": result.accuracy,
+            "ece": result.ece,
+            "pipelines": pipelines,
+        },
+    )
     return Path(out) / "report.html"

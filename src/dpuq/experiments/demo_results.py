@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpuq.experiments.common import MethodResult, text_table
+from dpuq.experiments.common import MethodResult
 from dpuq.experiments.models import TrainedModel
 from dpuq.report import PrivacyReport
+from dpuq.reporting import text_table
 
 __all__ = [
     "TABLE_HEADER",

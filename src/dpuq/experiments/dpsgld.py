@@ -42,6 +42,8 @@ import numpy as np
 
 from dpuq.ledger import CALLER_CHARGED
 from dpuq.metrics.calibration import expected_calibration_error, reliability_curve
+from dpuq.reporting import markdown_table
+from dpuq.reporting.figures import save_tight, subplots
 
 __all__ = ["FULL", "QUICK", "Setting", "main", "run_seed"]
 
@@ -301,11 +303,9 @@ def _order(setting: Setting) -> list[str]:
 def table(rows: list[dict], setting: Setting) -> str:
     """Markdown: mean ± sd over seeds per row, then the headline medians."""
     keys = ["accuracy", "ece", "nll", "brier", "mean_confidence", "set_size", "set_coverage"]
-    lines = [
-        "| method | accuracy | ECE | NLL | Brier | mean conf. | set size | set coverage "
-        "| ε (train; TS) | seeds |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["method", "accuracy", "ECE", "NLL", "Brier", "mean conf.", "set size"]
+    header += ["set coverage", "ε (train; TS)", "seeds"]
+    lines = []
     for name in _order(setting):
         rs = [r for r in rows if r["row"] == name]
         if not rs:
@@ -321,16 +321,14 @@ def table(rows: list[dict], setting: Setting) -> str:
             eps = f"{e:.3f}" + (f"; {rs[0]['epsilon_ts']:g}" if rs[0]["temperature_scaled"] else "")
         else:
             eps = "∞"
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {eps} | {len(rs)} |")
-    return "\n".join(lines)
+        lines.append([name, *cells, eps, str(len(rs))])
+    return markdown_table(header, lines)
 
 
 def headline(rows: list[dict], setting: Setting) -> str:
     """Median ECE and accuracy over seeds, before and after private temperature scaling."""
-    lines = [
-        "| method | median ECE | median ECE after private TS | median accuracy | median T |",
-        "|---|---|---|---|---|",
-    ]
+    header = ["method", "median ECE", "median ECE after private TS", "median accuracy", "median T"]
+    lines = []
     for name in _order(setting):
         if name.endswith("+ private TS"):
             continue
@@ -342,24 +340,19 @@ def headline(rows: list[dict], setting: Setting) -> str:
         ts = f"{med(after, 'ece'):.4f}" if after else "–"
         temp = f"{med(after, 'softmax_temperature'):.2f}" if after else "–"
         lines.append(
-            f"| {name} | {med(before, 'ece'):.4f} | {ts} | {med(before, 'accuracy'):.3f} | {temp} |"
+            [name, f"{med(before, 'ece'):.4f}", ts, f"{med(before, 'accuracy'):.3f}", temp]
         )
-    return "\n".join(lines)
+    return markdown_table(header, lines)
 
 
 def plot(rows: list[dict], path: Path, setting: Setting) -> None:
     """Reliability diagrams of the first seed: one panel per method, before and after TS."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     seed = min(r["seed"] for r in rows)
     names = [n for n in _order(setting) if not n.endswith("+ private TS")]
     names = [n for n in names if any(r["row"] == n and r["seed"] == seed for r in rows)]
     cols = 4
     nrows = -(-len(names) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 4.2 * nrows), squeeze=False)
+    fig, axes = subplots(nrows, cols, figsize=(4.2 * cols, 4.2 * nrows), squeeze=False)
     for ax in axes.ravel()[len(names) :]:
         ax.axis("off")
     for ax, name in zip(axes.ravel(), names, strict=False):
@@ -385,9 +378,7 @@ def plot(rows: list[dict], path: Path, setting: Setting) -> None:
         f"{setting.dataset}: reliability on test people (seed {seed}); training ε = "
         f"{setting.epsilon:g}, TS ε = {setting.temperature_epsilon:g}, {setting.relation}"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_tight(fig, path, dpi=100)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from dpuq.conformal.scores import lac_scores
 from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.quantile import private_quantiles
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.planning import _certified_rho, _check_method, _level, _level_from_rho
+from dpuq.planning.levels import _certified_rho, _check_method, _level, _level_from_rho
 
 __all__ = [
     "PrivateThresholds",

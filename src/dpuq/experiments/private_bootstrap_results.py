@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from dpuq.reporting import markdown_table
+from dpuq.reporting.figures import save_tight, subplots
+
 __all__ = [
     "DIABETES_BOUNDS",
     "METHODS",
@@ -95,10 +98,8 @@ class DiabetesRow:
 def format_coverage(rows: Sequence[CoverageRow], alpha: float = 0.05) -> str:
     """Markdown: one table per method block, coverage ± SE and mean width."""
     base = {r.n: r.mean_width for r in rows if r.method == "percentile"}
-    out = [
-        "| method | n | ε | guarantee | coverage ± SE | mean width | width / percentile |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    header = ["method", "n", "ε", "guarantee", "coverage ± SE", "mean width", "width / percentile"]
+    out = []
     order = {m: i for i, m in enumerate(METHODS)}
     for r in sorted(
         rows, key=lambda r: (order[r.method], r.epsilon if r.epsilon == r.epsilon else 0, r.n)
@@ -111,48 +112,35 @@ def format_coverage(rows: Sequence[CoverageRow], alpha: float = 0.05) -> str:
             guar = f"{r.epsilon_total:g}-DP"
         eps = "–" if math.isnan(r.epsilon) else f"{r.epsilon:g}"
         ratio = r.mean_width / base[r.n] if r.n in base else math.nan
-        out.append(
-            f"| {r.method} | {r.n} | {eps} | {guar} | {r.coverage:.3f} ± {r.se:.3f} | "
-            f"{r.mean_width:.4f} | {ratio:.2f} |"
-        )
-    return "\n".join(out)
+        cov = f"{r.coverage:.3f} ± {r.se:.3f}"
+        out.append([r.method, str(r.n), eps, guar, cov, f"{r.mean_width:.4f}", f"{ratio:.2f}"])
+    return markdown_table(header, out)
 
 
 def format_cdf_error(res: CdfErrorResult) -> str:
-    out = [
-        "| method | " + " | ".join(f"n={n}" for n in res.ns) + " | fitted slope |",
-        "|---|" + "---|" * (len(res.ns) + 1),
+    header = ["method", *(f"n={n}" for n in res.ns), "fitted slope"]
+    rows = [
+        [m, *(f"{v:.4f}" for v in np.sqrt(np.mean(e**2, axis=0))), f"{res.slopes[m]:.2f}"]
+        for m, e in res.errors.items()
     ]
-    for m, e in res.errors.items():
-        rmse = np.sqrt(np.mean(e**2, axis=0))
-        out.append(f"| {m} | " + " | ".join(f"{v:.4f}" for v in rmse) + f" | {res.slopes[m]:.2f} |")
-    return "\n".join(out)
+    return markdown_table(header, rows)
 
 
 def format_diabetes(rows: Sequence[DiabetesRow]) -> str:
+    header = ["variable", "statistic", "ε (2ε total)", "sample value", "non-private 95%"]
+    header += ["one private release", "mean private interval", "width / non-private"]
     out = [
-        "| variable | statistic | ε (2ε total) | sample value | non-private 95% | "
-        "one private release | mean private interval | width / non-private |",
-        "|---|---|---|---|---|---|---|---|",
+        [r.variable, r.statistic, f"{r.epsilon:g}", f"{r.sample_value:.2f}"]
+        + [f"[{a:.2f}, {b:.2f}]" for a, b in (r.reference, r.example, (r.mean_lower, r.mean_upper))]
+        + [f"{r.width_ratio:.2f}"]
+        for r in rows
     ]
-    for r in rows:
-        out.append(
-            f"| {r.variable} | {r.statistic} | {r.epsilon:g} | {r.sample_value:.2f} | "
-            f"[{r.reference[0]:.2f}, {r.reference[1]:.2f}] | "
-            f"[{r.example[0]:.2f}, {r.example[1]:.2f}] | "
-            f"[{r.mean_lower:.2f}, {r.mean_upper:.2f}] | {r.width_ratio:.2f} |"
-        )
-    return "\n".join(out)
+    return markdown_table(header, out)
 
 
 def plot_coverage(rows: Sequence[CoverageRow], path: Path, alpha: float = 0.05) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     eps_values = sorted({r.epsilon for r in rows if not math.isnan(r.epsilon)})
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         2, len(eps_values), figsize=(4.2 * len(eps_values), 7), sharex=True, squeeze=False
     )
     styles = {
@@ -195,18 +183,11 @@ def plot_coverage(rows: Sequence[CoverageRow], path: Path, alpha: float = 0.05) 
     axes[1, 0].set_ylabel("mean width (log scale)")
     axes[1, -1].legend(fontsize=7)
     fig.suptitle("Mean of N(0, 4) truncated to [-3, 2], α = 0.05")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_tight(fig, path, dpi=120)
 
 
 def plot_cdf_error(res: CdfErrorResult, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = subplots(figsize=(6.5, 4.5))
     ns = res.ns.astype(float)
     for (m, e), style in zip(res.errors.items(), ("o-", "s-", "^-", "k.--"), strict=True):
         rmse = np.sqrt(np.mean(e**2, axis=0))
@@ -226,19 +207,12 @@ def plot_cdf_error(res: CdfErrorResult, path: Path) -> None:
     ax.set_ylabel("RMSE of the CDF estimate")
     ax.set_title(f"Private bootstrap CDF of √n(θ - x̄), ε = {res.epsilon:g}, t = σ")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_tight(fig, path, dpi=120)
 
 
 def plot_diabetes(rows: Sequence[DiabetesRow], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     keys = [(v, s) for v in DIABETES_BOUNDS for s in ("mean", "median")]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.6))
+    fig, axes = subplots(1, len(keys), figsize=(4 * len(keys), 3.6))
     for ax, (var, stat) in zip(axes, keys, strict=True):
         sel = [r for r in rows if r.variable == var and r.statistic == stat]
         eps = [r.epsilon for r in sel]
@@ -258,6 +232,4 @@ def plot_diabetes(rows: Sequence[DiabetesRow], path: Path) -> None:
         ax.set_title(f"{stat} {DIABETES_LABELS[var]}", fontsize=9)
     axes[0].legend(fontsize=7)
     fig.suptitle("95% intervals, sklearn diabetes study (n = 442)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_tight(fig, path, dpi=120)

@@ -29,6 +29,8 @@ from dpuq._progress import progress
 from dpuq.learning import DecisionStumps, Intervals, PrivateERMClassifier, Thresholds
 from dpuq.learning.erm import pac_sample_complexity
 from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.reporting import markdown_table
+from dpuq.reporting.figures import save_tight, subplots
 
 __all__ = [
     "PUBLIC_GRID",
@@ -42,6 +44,10 @@ __all__ = [
 PUBLIC_GRID = np.geomspace(1e-3, 1e4, 256)
 
 DEFAULT_EPSILONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+def _mean_se(v: np.ndarray) -> str:
+    return f"{v.mean():.3f} ± {v.std(ddof=1) / np.sqrt(v.size):.3f}"
 
 
 @dataclass(frozen=True)
@@ -60,20 +66,14 @@ class BreastCancerResult:
 
     def table(self) -> str:
         """A markdown table: mean over splits ± standard error."""
-        s = self.expected_error.shape[1]
-        lines = [
-            "| ε | private: E[test error] (mean ± SE) | one release (median) "
-            "| ERM stump (non-private) |",
-            "|---|---|---|---|",
-        ]
-        erm = f"{self.erm_error.mean():.3f} ± {self.erm_error.std(ddof=1) / np.sqrt(s):.3f}"
-        for i, eps in enumerate(self.epsilons):
-            e = self.expected_error[i]
-            lines.append(
-                f"| {eps:g} | {e.mean():.3f} ± {e.std(ddof=1) / np.sqrt(s):.3f} "
-                f"| {np.median(self.sampled_error[i]):.3f} | {erm} |"
+        header = ["ε", "private: E[test error] (mean ± SE)", "one release (median)"]
+        rows = [
+            [f"{eps:g}", _mean_se(e), f"{np.median(one):.3f}", _mean_se(self.erm_error)]
+            for eps, e, one in zip(
+                self.epsilons, self.expected_error, self.sampled_error, strict=True
             )
-        return "\n".join(lines)
+        ]
+        return markdown_table([*header, "ERM stump (non-private)"], rows)
 
 
 def run_breast_cancer(
@@ -120,16 +120,9 @@ def run_breast_cancer(
             )
             expected[i, s] = clf.selection_probabilities(X_tr, y_tr) @ test_err
             sampled[i, s] = 1.0 - clf.fit(X_tr, y_tr).score(X_te, y_te)
+    n_concepts = stumps.n_concepts
     return BreastCancerResult(
-        epsilons=eps,
-        n_train=n_train,
-        n_test=n_test,
-        n_concepts=stumps.n_concepts,
-        expected_error=expected,
-        sampled_error=sampled,
-        erm_error=erm,
-        tree_stump_error=tree,
-        majority_error=majority,
+        eps, n_train, n_test, n_concepts, expected, sampled, erm, tree, majority
     )
 
 
@@ -150,20 +143,16 @@ class RealizableResult:
 
     def table(self) -> str:
         """A markdown table of failure rates."""
-        head = " | ".join(
-            f"n = {Fraction(f).limit_denominator(1000)} × bound" for f in self.fractions
-        )
-        lines = [
-            f"| ε | bound n | {head} |",
-            "|---|---|" + "---|" * self.fractions.size,
+        head = [f"n = {Fraction(f).limit_denominator(1000)} × bound" for f in self.fractions]
+        rows = [
+            [f"{e:g}", str(self.n_bound[i])]
+            + [
+                f"{r:.3f} (err {m:.3f})"
+                for r, m in zip(self.failure_rate[i], self.mean_error[i], strict=True)
+            ]
+            for i, e in enumerate(self.epsilons)
         ]
-        for i, e in enumerate(self.epsilons):
-            cells = " | ".join(
-                f"{self.failure_rate[i, j]:.3f} (err {self.mean_error[i, j]:.3f})"
-                for j in range(self.fractions.size)
-            )
-            lines.append(f"| {e:g} | {self.n_bound[i]} | {cells} |")
-        return "\n".join(lines)
+        return markdown_table(["ε", "bound n", *head], rows)
 
 
 def _realizable_class(name: str):
@@ -217,28 +206,15 @@ def run_realizable(
             errs[t] = pop_error[clf.fit(x, labels).concept_index_]
         failure[i, j] = np.mean(errs > alpha)
         mean_err[i, j] = errs.mean()
+    n_concepts = concepts.n_concepts
     return RealizableResult(
-        concept_class=concept_class,
-        n_concepts=concepts.n_concepts,
-        alpha=alpha,
-        beta=beta,
-        epsilons=eps,
-        fractions=fr,
-        n_bound=bound,
-        failure_rate=failure,
-        mean_error=mean_err,
-        n_trials=n_trials,
+        concept_class, n_concepts, alpha, beta, eps, fr, bound, failure, mean_err, n_trials
     )
 
 
 def plot(bc: BreastCancerResult, realizable: Sequence[RealizableResult], path: str) -> None:
     """Two panels: breast cancer error vs ε; realizable failure rate vs n / bound."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax1, ax2) = subplots(1, 2, figsize=(11, 4.2))
     s = bc.expected_error.shape[1]
     mean = bc.expected_error.mean(axis=1)
     se = bc.expected_error.std(axis=1, ddof=1) / np.sqrt(s)
@@ -281,9 +257,7 @@ def plot(bc: BreastCancerResult, realizable: Sequence[RealizableResult], path: s
     ax2.set_ylabel("P(population error > α)")
     ax2.set_title("Realizable case: failure rate (α = β = 0.1)")
     ax2.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_tight(fig, path, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> None:

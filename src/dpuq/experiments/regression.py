@@ -25,6 +25,7 @@ from dpuq.conformal.calibration import UninformativeReleaseWarning, split_confor
 from dpuq.conformal.regressor import PrivateConformalRegressor
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning import auto_n_bins
+from dpuq.reporting import markdown_table
 
 __all__ = ["RegressionRow", "format_rows", "run_regression_experiment"]
 
@@ -167,20 +168,19 @@ def format_rows(rows: list[RegressionRow], alpha: float, n_calibration: int = 20
         f"diabetes (442 patients), target coverage {1 - alpha:.2f}, calibration n = "
         f"{n_calibration}, {n_splits} random splits",
         "",
-        "| method | ε | bound B | coverage (mean ± 1.96 SE) | coverage 5%–95% | "
-        "mean width | whole line |",
-        "|---|---|---|---|---|---|---|",
     ]
+    header = ["method", "ε", "bound B", "coverage (mean ± 1.96 SE)", "coverage 5%–95%"]
+    cells = []
     for r in rows:
         se = r.coverage.std(ddof=1) / math.sqrt(r.coverage.size) if r.coverage.size > 1 else 0
         lo, hi = np.percentile(r.coverage, [5, 95])
         eps = "∞" if math.isinf(r.epsilon) else f"{r.epsilon:g}"
         w = "–" if math.isnan(r.mean_width) else f"{r.mean_width:.1f}"
-        lines.append(
-            f"| {r.method} | {eps} | {r.bound} | {r.coverage.mean():.3f} ± {1.96 * se:.3f} | "
-            f"{lo:.2f}–{hi:.2f} | {w} | {r.whole_line:.0%} |"
+        cov = f"{r.coverage.mean():.3f} ± {1.96 * se:.3f}"
+        cells.append(
+            [r.method, eps, str(r.bound), cov, f"{lo:.2f}–{hi:.2f}", w, f"{r.whole_line:.0%}"]
         )
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n" + markdown_table([*header, "mean width", "whole line"], cells)
 
 
 def main(argv: list[str] | None = None) -> None:

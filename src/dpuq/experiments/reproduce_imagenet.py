@@ -26,14 +26,10 @@ from dpuq.experiments.common import (
     Method,
     MethodResult,
     compare_methods,
-    method_arrays,
-    method_histograms,
     method_table,
-    write_results,
+    write_comparison,
 )
 from dpuq.experiments.evaluation import ScorePool
-from dpuq.experiments.output import atomic_output_dir
-from dpuq.experiments.plots import save
 from dpuq.experiments.synthetic_logits import softmax, synthetic_imagenet_logits
 
 __all__ = ["ImagenetConfig", "ImagenetResult", "load_outputs", "run_imagenet"]
@@ -202,44 +198,34 @@ def write_imagenet(result: ImagenetResult, out: str | Path, command: str) -> Pat
         else "the privacy level ε (m = m* for each ε)"
     )
     title = f"Figure {figure_no}: coverage and set size for different values of " + what
-    with atomic_output_dir(out) as tmp:
-        fig = method_histograms(
-            result.results,
-            c.alpha,
-            f"{title}\n{result.source}; n = {c.n_calibration}, {c.n_splits} splits",
-        )
-        name = f"figure{figure_no}_{c.experiment}.png"
-        save(fig, tmp / name)
-        body = "\n".join(
-            [
-                f"Model outputs: {result.source}; top-1 accuracy {result.accuracy:.3f}.",
-                f"n = {c.n_calibration} calibration and {c.n_test} evaluation points, "
-                f"{c.n_splits} random splits, α = {c.alpha:g}, LAC scores. Every method uses "
-                "the same splits.",
-                "",
-                method_table(result.results, markdown=True),
-                "",
-                f"![{title}]({name})",
-                "",
-                _reading(result),
-            ]
-        )
-        write_results(
-            tmp,
-            title=f"dpuq reproduce {c.experiment} — the paper's {title}",
-            command=command,
-            seed=c.seed,
-            elapsed_s=result.elapsed_s,
-            body=body,
-            data={
-                "config": c.__dict__,
-                "source": result.source,
-                "accuracy": result.accuracy,
-                "methods": [r.row() for r in result.results],
-            },
-            arrays=method_arrays(result.results),
-        )
-    return Path(out)
+    name = f"figure{figure_no}_{c.experiment}.png"
+    body = [
+        f"Model outputs: {result.source}; top-1 accuracy {result.accuracy:.3f}.",
+        f"n = {c.n_calibration} calibration and {c.n_test} evaluation points, "
+        f"{c.n_splits} random splits, α = {c.alpha:g}, LAC scores. Every method uses "
+        "the same splits.",
+        "",
+        method_table(result.results, markdown=True),
+        "",
+        f"![{title}]({name})",
+        "",
+        _reading(result),
+    ]
+    return write_comparison(
+        out,
+        result,
+        name,
+        f"{title}\n{result.source}; n = {c.n_calibration}, {c.n_splits} splits",
+        title=f"dpuq reproduce {c.experiment} — the paper's {title}",
+        command=command,
+        body="\n".join(body),
+        data={
+            "config": c.__dict__,
+            "source": result.source,
+            "accuracy": result.accuracy,
+            "methods": [r.row() for r in result.results],
+        },
+    )
 
 
 def _reading(result: ImagenetResult) -> str:

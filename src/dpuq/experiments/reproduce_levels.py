@@ -18,10 +18,9 @@ import numpy as np
 
 from dpuq._progress import progress
 from dpuq.conformal.calibration import _order_statistic_rank
-from dpuq.experiments.common import markdown_table, text_table, write_results
-from dpuq.experiments.output import atomic_output_dir
-from dpuq.experiments.plots import COLOURS, new_figure, save
 from dpuq.planning import auto_n_bins, inflated_level, min_calibration_size
+from dpuq.reporting import markdown_table, text_table, write_experiment
+from dpuq.reporting.figures import COLOURS, new_figure
 
 __all__ = ["LevelsConfig", "LevelsResult", "run_levels"]
 
@@ -157,42 +156,38 @@ def write_levels(result: LevelsResult, out: str | Path, command: str) -> Path:
     need = ", ".join(
         f"ε = {e:g}: n ≥ {min_calibration_size(c.alpha, e, method='paper')}" for e in c.epsilons
     )
-    with atomic_output_dir(out) as tmp:
-        save(figure(result), tmp / "figure3_levels.png")
-        body = "\n".join(
-            [
-                f"α = {c.alpha:g}. Each q̃ uses the deterministic m* and γ* of "
-                "`dpuq.auto_n_bins` (data-independent: no data, no privacy cost).",
-                f"Smallest n with an informative release (q̃ < 1): {need}.",
-                "",
-                "![Figure 3](figure3_levels.png)",
-                "",
-                "## q̃ against n",
-                "",
-                markdown_table(header, rows),
-                "",
-                "## q̃ against ε",
-                "",
-                markdown_table(eps_header, eps_rows),
-                "",
-                "Reading: q̃ falls towards the non-private level as nε grows, roughly as "
-                "log(nε)/(nε) (Corollary 1); small jumps come from the grid of m*.",
-            ]
-        )
-        write_results(
-            tmp,
-            title="dpuq reproduce levels — the paper's Figure 3",
-            command=command,
-            seed="not used (no randomness: m* uses a fixed internal simulation)",
-            elapsed_s=result.elapsed_s,
-            body=body,
-            data={
-                "alpha": c.alpha,
-                "n_grid": result.n_grid.tolist(),
-                "eps_grid": result.eps_grid.tolist(),
-                "by_n": {str(e): v.tolist() for e, v in result.by_n.items()},
-                "by_eps": {str(n): v.tolist() for n, v in result.by_eps.items()},
-                "columns": ["level", "n_bins", "gamma"],
-            },
-        )
-    return Path(out)
+    body = [
+        f"α = {c.alpha:g}. Each q̃ uses the deterministic m* and γ* of "
+        "`dpuq.auto_n_bins` (data-independent: no data, no privacy cost).",
+        f"Smallest n with an informative release (q̃ < 1): {need}.",
+        "",
+        "![Figure 3](figure3_levels.png)",
+        "",
+        "## q̃ against n",
+        "",
+        markdown_table(header, rows),
+        "",
+        "## q̃ against ε",
+        "",
+        markdown_table(eps_header, eps_rows),
+        "",
+        "Reading: q̃ falls towards the non-private level as nε grows, roughly as "
+        "log(nε)/(nε) (Corollary 1); small jumps come from the grid of m*.",
+    ]
+    return write_experiment(
+        out,
+        figures={"figure3_levels.png": figure(result)},
+        title="dpuq reproduce levels — the paper's Figure 3",
+        command=command,
+        seed="not used (no randomness: m* uses a fixed internal simulation)",
+        elapsed_s=result.elapsed_s,
+        body="\n".join(body),
+        data={
+            "alpha": c.alpha,
+            "n_grid": result.n_grid.tolist(),
+            "eps_grid": result.eps_grid.tolist(),
+            "by_n": {str(e): v.tolist() for e, v in result.by_n.items()},
+            "by_eps": {str(n): v.tolist() for n, v in result.by_eps.items()},
+            "columns": ["level", "n_bins", "gamma"],
+        },
+    )

@@ -41,15 +41,11 @@ from dpuq.experiments.common import (
     Method,
     MethodResult,
     compare_methods,
-    markdown_table,
-    method_arrays,
-    method_histograms,
     method_table,
-    write_results,
+    write_comparison,
 )
 from dpuq.experiments.evaluation import ScorePool, SplitMetrics, random_splits
-from dpuq.experiments.output import atomic_output_dir
-from dpuq.experiments.plots import save
+from dpuq.reporting import markdown_table
 
 __all__ = ["MedicalConfig", "MedicalResult", "load_rotterdam", "run_medical"]
 
@@ -174,13 +170,9 @@ def _fit_predict(x_train, y_train, x_rest, n_classes: int) -> np.ndarray:
 
 
 def _concat(parts: list[SplitMetrics]) -> SplitMetrics:
-    return SplitMetrics(
-        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("coverage", "mean_size")),
-        np.concatenate([p.singleton for p in parts]),
-        np.concatenate([p.empty for p in parts]),
-        np.sum([p.size_counts for p in parts], axis=0),
-        np.concatenate([p.thresholds for p in parts]),
-    )
+    per_split = ("coverage", "mean_size", "singleton", "empty", "thresholds")
+    joined = {f: np.concatenate([getattr(p, f) for p in parts]) for f in per_split}
+    return SplitMetrics(**joined, size_counts=np.sum([p.size_counts for p in parts], axis=0))
 
 
 def run_medical(config: MedicalConfig, *, table=None, show_progress: bool = True) -> MedicalResult:
@@ -222,15 +214,7 @@ def run_medical(config: MedicalConfig, *, table=None, show_progress: bool = True
         pool = ScorePool.from_probs(probs, y[rest])
         splits = random_splits(pool.n_points, c.n_calibration, c.n_test, int(per_model[i]), rng)
         results = compare_methods(
-            pool,
-            methods,
-            alpha=c.alpha,
-            n_calibration=c.n_calibration,
-            n_test=c.n_test,
-            n_splits=int(per_model[i]),
-            random_state=rng,
-            show_progress=False,
-            splits=splits,
+            pool, methods, alpha=c.alpha, random_state=rng, show_progress=False, splits=splits
         )
         for j, r in enumerate(results):
             collected[j].append(r.metrics)
@@ -314,71 +298,59 @@ def format_result(result: MedicalResult) -> str:
 
 def write_medical(result: MedicalResult, out: str | Path, command: str) -> Path:
     c = result.config
-    with atomic_output_dir(out) as tmp:
-        fig = method_histograms(
-            result.results,
-            c.alpha,
-            f"Figure 7 design: {result.source}\nlogistic regression, n = {c.n_calibration}, "
-            f"{c.n_splits} splits",
-        )
-        save(fig, tmp / "figure7_medical.png")
-        private = result.results[1].metrics
-        example_rows = [
-            [
-                e["truth"],
-                ", ".join(f"{k}: {v:.2f}" for k, v in e["probabilities"].items()),
-                "{" + ", ".join(e["set"]) + "}",
-            ]
-            for e in result.examples
+    private = result.results[1].metrics
+    example_rows = [
+        [
+            e["truth"],
+            ", ".join(f"{k}: {v:.2f}" for k, v in e["probabilities"].items()),
+            "{" + ", ".join(e["set"]) + "}",
         ]
-        size_share = private.size_counts / max(1, private.size_counts.sum())
-        body = "\n".join(
-            [
-                f"Data: {result.source}; {result.n_patients} patients, classes "
-                + ", ".join(
-                    f"{name} ({n})"
-                    for name, n in zip(result.classes, result.class_counts, strict=True)
-                )
-                + ".",
-                f"Model: multinomial logistic regression (not private), {c.n_models} models "
-                f"trained on random training parts; mean accuracy {result.accuracy:.3f}.",
-                f"n = {c.n_calibration} calibration, {c.n_test} evaluation patients, "
-                f"{c.n_splits} random splits, α = {c.alpha:g}, calibration ε = {c.epsilon:g} "
-                "(the paper does not state its ε for this figure).",
-                "",
-                method_table(result.results, markdown=True),
-                "",
-                f"Median coverage of the private sets: {np.median(private.coverage):.3f} "
-                "(the paper's CoronaHack run: 0.904). Share of private sets by size: "
-                + ", ".join(f"{s}: {v:.3f}" for s, v in enumerate(size_share) if v > 0)
-                + ".",
-                "",
-                _reading(result),
-                "",
-                "![Figure 7](figure7_medical.png)",
-                "",
-                "Example patients (one split; the private set lists the outcomes it keeps, "
-                "most likely first):",
-                "",
-                markdown_table(["outcome", "model probabilities", "private set"], example_rows),
-            ]
-        )
-        write_results(
-            tmp,
-            title="dpuq reproduce medical — the paper's Figure 7 design on clinical data",
-            command=command,
-            seed=c.seed,
-            elapsed_s=result.elapsed_s,
-            body=body,
-            data={
-                "config": c.__dict__,
-                "source": result.source,
-                "classes": list(result.classes),
-                "class_counts": result.class_counts,
-                "accuracy": result.accuracy,
-                "methods": [r.row() for r in result.results],
-                "examples": result.examples,
-            },
-            arrays=method_arrays(result.results),
-        )
-    return Path(out)
+        for e in result.examples
+    ]
+    size_share = private.size_counts / max(1, private.size_counts.sum())
+    counts = zip(result.classes, result.class_counts, strict=True)
+    body = [
+        f"Data: {result.source}; {result.n_patients} patients, classes "
+        + ", ".join(f"{name} ({n})" for name, n in counts)
+        + ".",
+        f"Model: multinomial logistic regression (not private), {c.n_models} models "
+        f"trained on random training parts; mean accuracy {result.accuracy:.3f}.",
+        f"n = {c.n_calibration} calibration, {c.n_test} evaluation patients, "
+        f"{c.n_splits} random splits, α = {c.alpha:g}, calibration ε = {c.epsilon:g} "
+        "(the paper does not state its ε for this figure).",
+        "",
+        method_table(result.results, markdown=True),
+        "",
+        f"Median coverage of the private sets: {np.median(private.coverage):.3f} "
+        "(the paper's CoronaHack run: 0.904). Share of private sets by size: "
+        + ", ".join(f"{s}: {v:.3f}" for s, v in enumerate(size_share) if v > 0)
+        + ".",
+        "",
+        _reading(result),
+        "",
+        "![Figure 7](figure7_medical.png)",
+        "",
+        "Example patients (one split; the private set lists the outcomes it keeps, "
+        "most likely first):",
+        "",
+        markdown_table(["outcome", "model probabilities", "private set"], example_rows),
+    ]
+    return write_comparison(
+        out,
+        result,
+        "figure7_medical.png",
+        f"Figure 7 design: {result.source}\nlogistic regression, n = {c.n_calibration}, "
+        f"{c.n_splits} splits",
+        title="dpuq reproduce medical — the paper's Figure 7 design on clinical data",
+        command=command,
+        body="\n".join(body),
+        data={
+            "config": c.__dict__,
+            "source": result.source,
+            "classes": list(result.classes),
+            "class_counts": result.class_counts,
+            "accuracy": result.accuracy,
+            "methods": [r.row() for r in result.results],
+            "examples": result.examples,
+        },
+    )

@@ -22,22 +22,20 @@ from pathlib import Path
 
 import numpy as np
 
+from dpuq._progress import progress
 from dpuq.experiments.common import (
     METHOD_HEADER,
     Method,
     MethodResult,
-    compare_methods,
-    markdown_table,
+    compare_on_models,
     method_rows,
-    model_accuracy,
-    text_table,
-    write_results,
+    method_series,
 )
-from dpuq.experiments.evaluation import ScorePool, random_splits
+from dpuq.experiments.evaluation import random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
-from dpuq.experiments.output import atomic_output_dir
-from dpuq.experiments.plots import grid_histograms, save
 from dpuq.report import PrivacyReport
+from dpuq.reporting import markdown_table, text_table, write_experiment
+from dpuq.reporting.figures import grid_histograms
 
 __all__ = ["QuadrantsConfig", "QuadrantsResult", "run_quadrants"]
 
@@ -77,11 +75,10 @@ class QuadrantsResult:
 def _data(config: QuadrantsConfig):
     """Training images and the held-out pool (the test set of the data set)."""
     if config.data == "digits":
-        from sklearn.datasets import load_digits
+        from dpuq.data.images import load_digits_images
 
-        bunch = load_digits()
-        x = bunch.images / 16.0
-        y = bunch.target.astype(np.int64)
+        x, y = load_digits_images()
+        x = x.astype(np.float64)  # exact: the pixels are k/16
         order = np.random.default_rng([config.seed or 0, 3]).permutation(y.size)
         n_pool = min(y.size // 2, 1000)
         train, pool = order[:-n_pool], order[-n_pool:]
@@ -144,18 +141,7 @@ def _load_cache(path: Path) -> list[TrainedModel] | None:
         models = []
         for i, m in enumerate(meta):
             p = m["privacy"]
-            report = None
-            if p is not None:
-                report = PrivacyReport(
-                    mechanism=p["mechanism"],
-                    epsilon=p["epsilon"],
-                    delta=p["delta"],
-                    relation=p.get("relation", "add/remove-one"),
-                    sensitivity=p["sensitivity"],
-                    details=p["details"],
-                    notes=tuple(p["notes"]),
-                    seeded=p.get("seeded", False),
-                )
+            report = None if p is None else PrivacyReport.from_dict(p, relation="add/remove-one")
             models.append(TrainedModel(m["name"], f[f"probs_{i}"], report, m["info"]))
     return models
 
@@ -194,23 +180,18 @@ def run_quadrants(
         Method(f"private calibration (ε = {config.calibration_epsilon:g})",
                config.calibration_epsilon),
     ]  # fmt: skip
-    rows, accuracy, ece = [], {}, {}
-    for model in models:
-        accuracy[model.name], ece[model.name] = model_accuracy(model.probs, y_pool)
-        pool = ScorePool.from_probs(model.probs, y_pool)
-        results = compare_methods(
-            pool,
-            methods,
-            alpha=config.alpha,
-            n_calibration=config.n_calibration,
-            n_test=None,
-            n_splits=config.n_splits,
-            random_state=rng,
-            show_progress=show_progress,
-            desc=f"calibrating {model.name}",
-            splits=splits,
-        )
-        rows.append((model.name, results))
+    by_model = compare_on_models(
+        progress(models, "calibrating each model", disable=not show_progress),
+        y_pool,
+        methods,
+        splits,
+        alpha=config.alpha,
+        random_state=rng,
+        show_progress=False,
+    )
+    accuracy = {name: v[0] for name, v in by_model.items()}
+    ece = {name: v[1] for name, v in by_model.items()}
+    rows = [(name, v[2]) for name, v in by_model.items()]
     return QuadrantsResult(
         config,
         name,
@@ -303,56 +284,47 @@ def _training_line(result: QuadrantsResult) -> str:
 def write_quadrants(result: QuadrantsResult, out: str | Path, command: str) -> Path:
     c = result.config
     header, rows = _table(result)
-    series_rows = [
-        (name, [(r.method.label, r.metrics.coverage, r.metrics.mean_size) for r in results])
-        for name, results in result.rows
+    fig = grid_histograms(
+        [(name, method_series(results)) for name, results in result.rows],
+        c.alpha,
+        f"Figure 4: model × calibration, {result.data_name}\n"
+        f"training (ε, δ) = ({c.epsilon:g}, {c.delta:g}), n = {c.n_calibration}, "
+        f"{c.n_splits} splits",
+    )
+    body = [
+        f"Data: {result.data_name}; {result.n_train} training images, "
+        f"{result.n_pool} held out (n = {c.n_calibration} calibration, the rest "
+        f"evaluation), {c.n_splits} random splits, α = {c.alpha:g}.",
+        _training_line(result),
+        f"Models trained with (ε, δ) = ({c.epsilon:g}, {c.delta:g}); calibration "
+        f"ε = {c.calibration_epsilon:g}. Training and calibration use different "
+        "people, so each person's guarantee is that of the part their record is in.",
+        "",
+        markdown_table(header, rows),
+        "",
+        "![Figure 4](figure4_quadrants.png)",
+        "",
+        _reading(result),
     ]
-    with atomic_output_dir(out) as tmp:
-        fig = grid_histograms(
-            series_rows,
-            c.alpha,
-            f"Figure 4: model × calibration, {result.data_name}\n"
-            f"training (ε, δ) = ({c.epsilon:g}, {c.delta:g}), n = {c.n_calibration}, "
-            f"{c.n_splits} splits",
-        )
-        save(fig, tmp / "figure4_quadrants.png")
-        body = "\n".join(
-            [
-                f"Data: {result.data_name}; {result.n_train} training images, "
-                f"{result.n_pool} held out (n = {c.n_calibration} calibration, the rest "
-                f"evaluation), {c.n_splits} random splits, α = {c.alpha:g}.",
-                _training_line(result),
-                f"Models trained with (ε, δ) = ({c.epsilon:g}, {c.delta:g}); calibration "
-                f"ε = {c.calibration_epsilon:g}. Training and calibration use different "
-                "people, so each person's guarantee is that of the part their record is in.",
-                "",
-                markdown_table(header, rows),
-                "",
-                "![Figure 4](figure4_quadrants.png)",
-                "",
-                _reading(result),
-            ]
-        )
-        write_results(
-            tmp,
-            title="dpuq reproduce quadrants — the paper's Figure 4 with a DP-SGLD row",
-            command=command,
-            seed=c.seed,
-            elapsed_s=result.elapsed_s,
-            body=body,
-            data={
-                "config": asdict(c),
-                "data": result.data_name,
-                "accuracy": result.accuracy,
-                "ece": result.ece,
-                "models_from_cache": result.cached,
-                "training_privacy": {
-                    m.name: None if m.privacy is None else m.privacy.to_dict()
-                    for m in result.models
-                },
-                "methods": [
-                    {"model": name, **r.row()} for name, results in result.rows for r in results
-                ],
+    return write_experiment(
+        out,
+        figures={"figure4_quadrants.png": fig},
+        title="dpuq reproduce quadrants — the paper's Figure 4 with a DP-SGLD row",
+        command=command,
+        seed=c.seed,
+        elapsed_s=result.elapsed_s,
+        body="\n".join(body),
+        data={
+            "config": asdict(c),
+            "data": result.data_name,
+            "accuracy": result.accuracy,
+            "ece": result.ece,
+            "models_from_cache": result.cached,
+            "training_privacy": {
+                m.name: None if m.privacy is None else m.privacy.to_dict() for m in result.models
             },
-        )
-    return Path(out)
+            "methods": [
+                {"model": name, **r.row()} for name, results in result.rows for r in results
+            ],
+        },
+    )

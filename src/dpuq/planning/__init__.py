@@ -21,7 +21,6 @@ package is cut along its seams:
 Every name is importable from ``dpuq.planning`` itself.
 """
 
-from dpuq.planning import bins, levels, sizes
 from dpuq.planning.bins import auto_n_bins
 from dpuq.planning.levels import (
     METHODS,
@@ -48,13 +47,3 @@ __all__ = [
     "optimal_gamma",
     "plan",
 ]
-
-
-def __getattr__(name: str):
-    """The private helpers (``_cert``, ``_level``, ...) under their old path ``dpuq.planning``;
-    new code imports them from the module that defines them."""
-    if name.startswith("_"):
-        for module in (levels, bins, sizes):
-            if hasattr(module, name):
-                return getattr(module, name)
-    raise AttributeError(f"module 'dpuq.planning' has no attribute {name!r}")

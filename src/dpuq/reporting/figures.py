@@ -15,7 +15,11 @@ __all__ = [
     "coverage_size_histograms",
     "grid_histograms",
     "new_figure",
+    "reliability_panel",
     "save",
+    "save_tight",
+    "set_size_bars",
+    "subplots",
 ]
 
 #: Colours for up to 8 overlaid methods (colour-blind safe, Okabe-Ito).
@@ -32,6 +36,21 @@ def new_figure(width: float, height: float):
 def save(fig, path: str | os.PathLike, dpi: int = 110) -> None:
     """Write ``fig`` as PNG."""
     fig.savefig(path, dpi=dpi, format="png")
+
+
+def subplots(*args, figsize: tuple[float, float], **kwargs):
+    """``(figure, axes)`` as ``matplotlib.pyplot.subplots`` gives them, without pyplot: no
+    global state and no display; lay out and write with :func:`save_tight`."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*args, **kwargs)
+
+
+def save_tight(fig, path: str | os.PathLike, dpi: int) -> None:
+    """Lay ``fig`` out tightly and write it (format from the file name)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
 
 
 def _bins(values: Sequence[np.ndarray], n_bins: int = 30) -> np.ndarray:
@@ -136,5 +155,51 @@ def grid_histograms(
             ax.set_xlabel(xlabel)
             ax.spines[["top", "right"]].set_visible(False)
         axes[r, 0].legend(fontsize=8, frameon=False)
+    fig.suptitle(title)
+    return fig
+
+
+def set_size_bars(series: Sequence[tuple[str, np.ndarray]], n_classes: int, title: str):
+    """Bar chart: the share of sets with 0, 1, 2, ... labels, one bar per series.
+
+    ``series`` is a sequence of (label, counts of sets by size); sizes up to the largest seen
+    (at least 3, at most ``n_classes``) are shown.
+    """
+    fig = new_figure(11, 3.6)
+    ax = fig.subplots()
+    top = 1
+    for _, counts in series:
+        nz = np.flatnonzero(counts)
+        top = max(top, int(nz.max()) if nz.size else 1)
+    top = min(n_classes, max(top, 3))
+    width = 0.8 / len(series)
+    x = np.arange(top + 1)
+    for i, (label, counts) in enumerate(series):
+        share = counts[: top + 1] / max(1, counts.sum())
+        offset = (i - (len(series) - 1) / 2) * width
+        ax.bar(x + offset, share, width, color=COLOURS[i % len(COLOURS)], label=label)
+    ax.set_xticks(x)
+    ax.set_xlabel("number of labels in the prediction set")
+    ax.set_ylabel("share of test people")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(fontsize=7, frameon=False, ncols=2)
+    fig.suptitle(title)
+    return fig
+
+
+def reliability_panel(series: Sequence[tuple[str, np.ndarray]], labels: np.ndarray, title: str):
+    """Reliability diagrams (:mod:`dpuq.plotting`) of (name, probabilities) on one panel, each
+    labelled with its ECE; None when scikit-learn's extras are missing."""
+    try:
+        from dpuq.metrics.calibration import expected_calibration_error
+        from dpuq.plotting import reliability_diagram
+    except ImportError:
+        return None
+    fig = new_figure(5.6, 5.0)
+    ax = fig.subplots()
+    for name, probs in series:
+        ece = expected_calibration_error(probs, labels)
+        reliability_diagram(probs, labels, label=f"{name} (ECE {ece:.3f})", ax=ax)
+    ax.spines[["top", "right"]].set_visible(False)
     fig.suptitle(title)
     return fig

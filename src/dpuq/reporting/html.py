@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Example", "ReportPage", "figure_png", "image_png", "render_page"]
+__all__ = ["Example", "ReportPage", "figure_png", "image_png", "render_page", "thumbnail_png"]
 
 
 def figure_png(fig, dpi: int = 110) -> bytes:
@@ -40,6 +40,20 @@ def image_png(pixels: np.ndarray, scale: int = 8) -> bytes:
     buf = io.BytesIO()
     imsave(buf, big, cmap="gray_r", format="png")
     return buf.getvalue()
+
+
+def thumbnail_png(pixels: np.ndarray, width: int = 64) -> bytes:
+    """PNG bytes of a square grey-scale image (flat or 2-d), enlarged to about ``width``
+    pixels (at least twice).
+
+    Examples
+    --------
+    >>> thumbnail_png(np.zeros(64))[:4]
+    b'\\x89PNG'
+    """
+    pixels = np.asarray(pixels)
+    side = round(float(np.sqrt(pixels.size)))
+    return image_png(pixels.reshape(side, side), scale=max(2, width // side))
 
 
 def _img(png: bytes, alt: str, width: int | None = None) -> str:

@@ -1,4 +1,4 @@
-"""Output folders of the demo and the reproductions, written atomically.
+"""Output folders of the demo and the reproductions: tables, ``summary.md``, written atomically.
 
 Everything goes into a temporary sibling folder first; only when the run has finished is it
 renamed to the requested path. An interrupted run (Ctrl-C, an error) therefore never leaves a
@@ -16,10 +16,22 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["MARKER", "atomic_output_dir", "check_output_dir"]
+import numpy as np
+
+__all__ = [
+    "MARKER",
+    "atomic_output_dir",
+    "check_output_dir",
+    "markdown_table",
+    "text_table",
+    "write_experiment",
+    "write_results",
+]
 
 #: Marker file that identifies a folder written by dpuq.
 MARKER = ".dpuq-output"
@@ -96,3 +108,95 @@ def atomic_output_dir(path: str | os.PathLike, name: str = "--out") -> Iterator[
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub markdown table.
+
+    Examples
+    --------
+    >>> print(markdown_table(["a", "b"], [["1", "2"]]))
+    | a | b |
+    |---|---|
+    | 1 | 2 |
+    """
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain aligned table for the terminal.
+
+    Examples
+    --------
+    >>> print(text_table(["a", "bb"], [["1", "2"]]))
+    a  bb
+    1  2
+    """
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    out = []
+    for row in [header, *rows]:
+        out.append("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(out)
+
+
+def write_results(
+    directory: Path,
+    *,
+    title: str,
+    command: str,
+    seed: int | str | None,
+    elapsed_s: float,
+    body: str,
+    data: dict[str, Any],
+    arrays: dict[str, np.ndarray] | None = None,
+) -> None:
+    """Write ``summary.md`` (title, command, seed, time, ``body``), ``results.json`` and,
+    when given, ``splits.npz`` (per-split arrays, to redraw the figures)."""
+    from dpuq.io import write_json
+
+    header = [
+        f"# {title}",
+        "",
+        "Made by:",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+        f"Seed: {'none (OS entropy)' if seed is None else seed}. "
+        f"Run time: {elapsed_s:.1f} s on {_machine()}. "
+        f"Written {time.strftime('%Y-%m-%d')} by dpuq.",
+        "",
+    ]
+    (directory / "summary.md").write_text("\n".join(header) + body.rstrip() + "\n", "utf-8")
+    write_json(directory / "results.json", {"title": title, "command": command, **data})
+    if arrays:
+        np.savez_compressed(directory / "splits.npz", **arrays)
+
+
+def write_experiment(
+    out: str | os.PathLike,
+    *,
+    figures: Mapping[str, Any] | None = None,
+    files: Mapping[str, str] | None = None,
+    **results: Any,
+) -> Path:
+    """One output folder, atomically: the figures (file name -> matplotlib figure, as PNG),
+    other text ``files`` (file name -> text), then :func:`write_results` with ``results``."""
+    from dpuq.reporting.figures import save
+
+    with atomic_output_dir(out) as tmp:
+        for name, fig in (figures or {}).items():
+            save(fig, tmp / name)
+        for name, text in (files or {}).items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        write_results(tmp, **results)
+    return Path(out)
+
+
+def _machine() -> str:
+    import platform
+
+    return f"{os.cpu_count()} CPU core(s), Python {platform.python_version()}"

@@ -8,12 +8,13 @@ that give line and column numbers, never a cell (the data). :func:`text_layout` 
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["is_data_line", "text_layout"]
+__all__ = ["header_column", "is_data_line", "text_layout"]
 
 
 def _is_number(token: str) -> bool:
@@ -137,6 +138,21 @@ def text_layout(p: Path, label: str) -> tuple[str | None, int, range | None]:
 def is_data_line(line: str) -> bool:
     """False for the blank and comment lines that every reader skips."""
     return not _is_skipped(line)
+
+
+def header_column(p: Path, label: str, column: str, delimiter: str | None, skip: int) -> int:
+    """The index of ``column`` in the header line of a text file (``delimiter``, ``skip`` as
+    :func:`text_layout` gives them); the error names ``--column`` and the header's names (the
+    file's schema, not its data)."""
+    with open(p, encoding="utf-8-sig") as fh:
+        before = [line for line in itertools.islice(fh, skip) if is_data_line(line)]
+    if not before:
+        raise ValueError(f"--column needs a header line naming the columns in {label}")
+    header = before[-1]
+    names = [t.strip() for t in (header.split(delimiter) if delimiter else header.split())]
+    if column not in names:
+        raise ValueError(f"--column: no column {column!r} in {label}; columns are {names}")
+    return names.index(column)
 
 
 def _read_text(p: Path, label: str) -> np.ndarray:

@@ -122,23 +122,14 @@ def read_column(path, column: str | None, name: str = "--data"):
             raise ValueError(f"{label}: column {column!r} is not numeric")
         arr = values.astype(float)
     else:
-        from dpuq.io import is_data_line, text_layout
+        from dpuq._io_text import header_column, is_data_line, text_layout
 
         delimiter, skip, _ = text_layout(p, label)
+        index = header_column(p, label, column, delimiter, skip)
         with open(p, encoding="utf-8-sig") as fh:
-            raw = fh.readlines()
-        before = [line for line in raw[:skip] if is_data_line(line)]
-        lines = [line for line in raw[skip:] if is_data_line(line)]
-        if not before:
-            raise ValueError(f"--column needs a header line naming the columns in {label}")
-        header = before[-1]
-        names = [t.strip() for t in (header.split(delimiter) if delimiter else header.split())]
-        if column not in names:
-            raise ValueError(f"--column: no column {column!r} in {label}; columns are {names}")
+            lines = [line for line in fh.readlines()[skip:] if is_data_line(line)]
         try:
-            arr = np.loadtxt(
-                lines, delimiter=delimiter, usecols=[names.index(column)], ndmin=1
-            ).astype(float)
+            arr = np.loadtxt(lines, delimiter=delimiter, usecols=[index], ndmin=1).astype(float)
         except ValueError:
             raise ValueError(
                 f"{label}: column {column!r} has an entry that is not a number"

@@ -126,20 +126,12 @@ def _parquet(p: Path, label: str, column: str | None, chunk_rows: int) -> Chunke
 
 
 def _text(p: Path, label: str, column: str | None, chunk_rows: int) -> ChunkedScores:
-    from dpuq.io import _decimal_point, is_data_line, text_layout
+    from dpuq._io_text import _decimal_point, header_column, is_data_line, text_layout
 
     # the rules of dpuq.io: byte-order mark, blank and comment lines, header line
     delimiter, skip, usecols = text_layout(p, label)
     if column is not None:
-        with open(p, encoding="utf-8-sig") as fh:
-            before = [line for line in itertools.islice(fh, skip) if is_data_line(line)]
-        if not before:
-            raise ValueError(f"{label}: --column needs a header line naming the columns")
-        header = before[-1]
-        names = [t.strip() for t in (header.split(delimiter) if delimiter else header.split())]
-        if column not in names:
-            raise ValueError(f"{label}: no column {column!r}; columns are {names}")
-        usecols = [names.index(column)]
+        usecols = [header_column(p, label, column, delimiter, skip)]
 
     def chunks() -> Iterator[np.ndarray]:
         with open(p, encoding="utf-8-sig") as fh:

@@ -142,8 +142,8 @@ def is_data_line(line: str) -> bool:
 
 def header_column(p: Path, label: str, column: str, delimiter: str | None, skip: int) -> int:
     """The index of ``column`` in the header line of a text file (``delimiter``, ``skip`` as
-    :func:`text_layout` gives them); the error names ``--column`` and the header's names (the
-    file's schema, not its data)."""
+    :func:`text_layout` gives them); the error names ``--column`` but not the header's cells
+    (a file whose first row is data would have them taken for names)."""
     with open(p, encoding="utf-8-sig") as fh:
         before = [line for line in itertools.islice(fh, skip) if is_data_line(line)]
     if not before:
@@ -151,7 +151,7 @@ def header_column(p: Path, label: str, column: str, delimiter: str | None, skip:
     header = before[-1]
     names = [t.strip() for t in (header.split(delimiter) if delimiter else header.split())]
     if column not in names:
-        raise ValueError(f"--column: no column {column!r} in {label}; columns are {names}")
+        raise ValueError(f"--column: no column {column!r} in the header line of {label}")
     return names.index(column)
 
 

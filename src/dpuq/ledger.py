@@ -18,7 +18,6 @@ refused by an add/remove-one budget (no conversion exists).
 
 The file: WAL journal (readers never block the writer), ``synchronous=FULL`` (a committed spend
 survives a power cut), a ``schema_version`` table, migrations that only add.
-
 The file itself (schema, migrations, transactions) is :mod:`dpuq._ledger_schema`; when a
 release must be charged (``DPUQ_REQUIRE_LEDGER``, caller-charged draws) is
 :mod:`dpuq._ledger_gate`. The check of what is left and the recording of a spend share one
@@ -55,6 +54,7 @@ from dpuq._ledger_gate import (
     LedgerRequiredError,
     ledger_required,
 )
+from dpuq._ledger_gate import _CallerCharged as _CallerCharged  # pickles made before 0.3
 from dpuq._ledger_gate import _simulation as _simulation  # re-exported (dpuq reproduce, demo)
 from dpuq._ledger_gate import _within_charged_release as _within_charged_release  # re-exported
 from dpuq._ledger_schema import (

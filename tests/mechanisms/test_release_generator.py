@@ -93,6 +93,11 @@ def test_moved_names_keep_their_public_homes():
         assert callable(getattr(dpuq.io, name))
     for name in ("_simulation", "_within_charged_release", "SCHEMA_VERSION", "default_ledger_path"):
         assert hasattr(dpuq.ledger, name)
+    # CALLER_CHARGED stays one object through pickles, under its old path too
+    from dpuq.ledger import CALLER_CHARGED, _CallerCharged
+
+    assert pickle.loads(pickle.dumps(CALLER_CHARGED)) is CALLER_CHARGED
+    assert isinstance(CALLER_CHARGED, _CallerCharged)
     # the ledger's errors keep their public module name (tracebacks, pickles)
     for cls in (dpuq.ledger.BudgetError, BudgetExceededError, LedgerRequiredError):
         assert cls.__module__ == "dpuq.ledger"

@@ -323,8 +323,12 @@ def test_dask_conformalize_refuses_malformed_input_before_the_charge(client, tmp
     assert refused(reg, lazy(Xr, yr, groups)) == in_memory
     y_nan = yr.copy()
     y_nan[1_234] = np.nan
-    refused(lambda: dpuq.PrivateConformalRegressor(lambda a: a[:, 0], epsilon=1.0, bound=3.0),
-            lazy(Xr, y_nan))  # fmt: skip
+
+    def plain():
+        return dpuq.PrivateConformalRegressor(lambda a: a[:, 0], epsilon=1.0, bound=3.0)
+
+    # the same refusal, in the same words, as in memory
+    assert refused(plain, lazy(Xr, y_nan)) == refused(plain, (Xr, y_nan))
     # positive control: well-formed Dask input is released and charged once
     good = dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=0)
     good.conformalize(*lazy(Xc, y[600:]), ledger=ledger, dataset="cal")

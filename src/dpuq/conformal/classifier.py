@@ -249,9 +249,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         if not hasattr(self, "classes_"):
             self._set_classes(n_columns=probs.shape[1])
         if len(np.asarray(y_cal)) != probs.shape[0]:
-            raise ValueError(
-                f"X_cal has {probs.shape[0]} rows but y_cal has {len(np.asarray(y_cal))}"
-            )
+            raise ValueError("X_cal and y_cal have different numbers of rows")
         labels = self._label_index(y_cal)
         return self._score_matrix(probs, labels, rng), labels
 

@@ -210,7 +210,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         def block_scores(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
             if xb.shape[0] == 0:
                 return np.empty(0)
-            yv = np.asarray(yb, dtype=float)
+            yv = check_array_1d(yb, "y_cal", allow_empty=True)  # the memory path's message
             if self.conformity_score == "absolute":
                 return absolute_residual_scores(self._point(xb), yv, bound=bound)
             return cqr_scores(self._quantiles(xb), yv, bound=bound)
@@ -266,13 +266,13 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         elif self.conformity_score == "absolute":
             pred = self._point(X_cal)
             if pred.size != y.size:
-                raise ValueError(f"X_cal gave {pred.size} predictions but y_cal has {y.size}")
+                raise ValueError("X_cal gave a different number of predictions than y_cal has rows")
             scores = absolute_residual_scores(pred, y, bound=bound)
             described = _DESCRIBED["absolute"]
         else:
             quant = self._quantiles(X_cal)
             if quant.shape[0] != y.size:
-                raise ValueError(f"X_cal gave {quant.shape[0]} predictions but y_cal has {y.size}")
+                raise ValueError("X_cal gave a different number of predictions than y_cal has rows")
             scores = cqr_scores(quant, y, bound=bound)
             described = _DESCRIBED["cqr"]
         rng = self._rng()  # one fresh generator per release, never stored

@@ -207,9 +207,7 @@ class DaskClassCounts:
             raise TypeError(f"{labels_name} must be a Dask collection when {name} is one")
         lab = to_dask_array(labels, labels_name, ndim=1)
         if lab.shape[0] != arr.shape[0]:
-            raise ValueError(
-                f"{labels_name} has {lab.shape[0]} entries but there are {arr.shape[0]} samples"
-            )
+            raise ValueError(f"{labels_name} and {name} have different numbers of rows")
         if lab.dtype.kind not in "iuf":
             raise TypeError(f"{labels_name} must be integer class indices, got dtype {lab.dtype}")
         self.scores, self.labels = arr, lab.rechunk((arr.chunks[0],))
@@ -252,7 +250,9 @@ def validate_lazy(scores, labels=None, n_labels: int | None = None, *, labels_na
     to validation flags only: non-finite scores, scores outside [0, 1], labels that are not
     integer indices in ``0..n_labels-1``. Nothing but flags reaches the client, and no
     message shows a value or a count. The release then computes the graph once more (the
-    model runs twice on Dask input: the price of refusing before the charge).
+    model runs twice on Dask input: the price of refusing before the charge). A model or
+    source that is not deterministic can pass here and fail in the release, after the charge
+    (still with a data-free message): give Dask a deterministic model.
     """
     if labels is None:
         DaskScores(scores).validate()

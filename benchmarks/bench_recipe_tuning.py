@@ -97,7 +97,7 @@ def debiased_l2_ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> 
     return float(np.sqrt(max(total, 0.0)))
 
 
-def one_run(x, y, n_train, n_ts, method, how, seed, **override):
+def one_run(x, y, n_train, n_ts, method, how, seed, aug=None, **override):
     import torch
 
     from dpuq.ledger import CALLER_CHARGED
@@ -111,10 +111,15 @@ def one_run(x, y, n_train, n_ts, method, how, seed, **override):
     )
 
     f = inputs(x, how)
+    if aug is not None:  # augmentation multiplicity K: image-shaped inputs, flattened in the model
+        f = f.reshape(x.shape)
     tr, ts, te = slice(0, n_train), slice(n_train, n_train + n_ts), slice(-N_TEST, None)
     torch.manual_seed(seed)
-    net = torch.nn.Linear(f.shape[1], int(y.max()) + 1)
+    net = torch.nn.Linear(f[0].size, int(y.max()) + 1)
     kw = {} if method == "sgd" else {"epsilon": EPS, "delta": DELTA}
+    if aug is not None:
+        net = torch.nn.Sequential(torch.nn.Flatten(), net)
+        kw["augmentation_multiplicity"] = aug
     with patched(**override):
         net, _ = train_classifier(
             net, (torch.as_tensor(f[tr]), torch.as_tensor(y[tr])), method=method,
@@ -145,7 +150,10 @@ def one_run(x, y, n_train, n_ts, method, how, seed, **override):
 
 
 def row(label, n_train, n_ts, how="pixels", seeds=(0, 1, 2), methods=("dpsgd", "dpsgld"),
-        data=None, **override):  # fmt: skip
+        data=None, aug=None, **override):  # fmt: skip
+    import time
+
+    start = time.perf_counter()
     cells = []
     for method in methods:
         runs = []
@@ -153,7 +161,7 @@ def row(label, n_train, n_ts, how="pixels", seeds=(0, 1, 2), methods=("dpsgd", "
             x, y = (
                 data(n_train + n_ts + N_TEST, s) if data else surrogate(n_train + n_ts + N_TEST, s)
             )
-            runs.append(one_run(x, y, n_train, n_ts, method, how, s, **override))
+            runs.append(one_run(x, y, n_train, n_ts, method, how, s, aug, **override))
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         cells.append(
             f"{method} acc {med['acc']:.3f} ECE raw {med['ece_raw']:.3f} privTS "
@@ -161,7 +169,8 @@ def row(label, n_train, n_ts, how="pixels", seeds=(0, 1, 2), methods=("dpsgd", "
             f"{med['ece_oracleTS']:.3f} floor {med['ece_floor']:.3f} "
             f"dl2 {med['dl2_privTS']:.3f}"
         )
-    print(f"{label:<34} | " + " | ".join(cells), flush=True)
+    runs_s = (time.perf_counter() - start) / (len(seeds) * len(methods))
+    print(f"{label:<34} | " + " | ".join(cells) + f" | {runs_s:.1f} s/run", flush=True)
 
 
 def digits_demo(n: int, seed: int):

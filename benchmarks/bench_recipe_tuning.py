@@ -97,7 +97,7 @@ def debiased_l2_ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> 
     return float(np.sqrt(max(total, 0.0)))
 
 
-def one_run(x, y, n_train, n_ts, method, how, seed, aug=None, **override):
+def one_run(x, y, n_train, n_ts, method, how, seed, aug=None, cnn=False, **override):
     import torch
 
     from dpuq.ledger import CALLER_CHARGED
@@ -117,8 +117,14 @@ def one_run(x, y, n_train, n_ts, method, how, seed, aug=None, **override):
     torch.manual_seed(seed)
     net = torch.nn.Linear(f[0].size, int(y.max()) + 1)
     kw = {} if method == "sgd" else {"epsilon": EPS, "delta": DELTA}
-    if aug is not None:
+    if cnn:  # the small CNN on (N, 1, side, side) images
+        from dpuq.training import small_cnn
+
+        f = f.reshape(len(x), 1, *x.shape[1:])
+        net = small_cnn(int(y.max()) + 1, image_size=x.shape[-1])
+    elif aug is not None:
         net = torch.nn.Sequential(torch.nn.Flatten(), net)
+    if aug is not None:
         kw["augmentation_multiplicity"] = aug
     with patched(**override):
         net, _ = train_classifier(
@@ -150,7 +156,7 @@ def one_run(x, y, n_train, n_ts, method, how, seed, aug=None, **override):
 
 
 def row(label, n_train, n_ts, how="pixels", seeds=(0, 1, 2), methods=("dpsgd", "dpsgld"),
-        data=None, aug=None, **override):  # fmt: skip
+        data=None, aug=None, cnn=False, **override):  # fmt: skip
     import time
 
     start = time.perf_counter()
@@ -161,7 +167,7 @@ def row(label, n_train, n_ts, how="pixels", seeds=(0, 1, 2), methods=("dpsgd", "
             x, y = (
                 data(n_train + n_ts + N_TEST, s) if data else surrogate(n_train + n_ts + N_TEST, s)
             )
-            runs.append(one_run(x, y, n_train, n_ts, method, how, s, aug, **override))
+            runs.append(one_run(x, y, n_train, n_ts, method, how, s, aug, cnn, **override))
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         cells.append(
             f"{method} acc {med['acc']:.3f} ECE raw {med['ece_raw']:.3f} privTS "

@@ -157,6 +157,13 @@ def train_classifier(
         predictive distributions; for DP-SGLD the posterior predictive). ``"weights"``: the
         user's model with the mean of the iterates' weights (Polyak-Ruppert averaging; one
         network at prediction time).
+    augmentation_multiplicity : int or "auto"
+        ``K``: each example's per-example gradient is the mean over ``K`` random one-pixel
+        translations of it (zero padded), taken before clipping (De et al. 2022, Section 3):
+        sensitivity and accounting unchanged (:mod:`dpuq.training.augment`). ``K > 1`` needs
+        image-shaped inputs (N, H, W) or (N, C, H, W). ``"auto"``:
+        :data:`dpuq.training.augment.AUGMENTATION_MULTIPLICITY` for image-shaped inputs, 1
+        otherwise.
     momentum : float, default 0
         SGD momentum for ``"sgd"`` and ``"dpsgd"``; DP-SGLD requires 0.
     accountant : {"pld", "rdp", "gdp"}, default "pld"
@@ -314,9 +321,7 @@ def train_classifier(
     aug_k = cfg.augmentation_multiplicity
     if aug_k > 1:  # De et al. 2022: average K augmentations' gradients before clipping
         details["augmentation multiplicity"] = aug_k
-        aug_gen = torch.Generator().manual_seed(
-            int(torch.randint(2**62, (1,), generator=gen))
-        )
+        aug_gen = torch.Generator().manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
     desc = {"sgd": "SGD", "dpsgd": "DP-SGD", "dpsgld": "DP-SGLD"}[method]
     try:
         for t, (xb, yb) in progress(

@@ -13,7 +13,8 @@ never for choosing a setting (docs/training.md says which figure came from where
 
 Run: ``.venv/bin/python benchmarks/bench_recipe_tuning.py [name or row(...) expression ...]``,
 names from :data:`EXPERIMENTS` (the rows behind docs/training.md's tables), e.g.
-``... bench_recipe_tuning.py floor split`` or ``... "row('lr 1', 597, 200, LEARNING_RATE=1.0)"``.
+``... bench_recipe_tuning.py floor split augmentation`` or
+``... "row('lr 1', 597, 200, LEARNING_RATE=1.0)"``.
 """
 
 from __future__ import annotations
@@ -170,7 +171,8 @@ def row(label, n_train, n_ts, how="pixels", seeds=(0, 1, 2), methods=("dpsgd", "
             runs.append(one_run(x, y, n_train, n_ts, method, how, s, aug, cnn, **override))
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         cells.append(
-            f"{method} acc {med['acc']:.3f} ECE raw {med['ece_raw']:.3f} privTS "
+            f"{method} acc {med['acc']:.3f} ({min(r['acc'] for r in runs):.3f}–"
+            f"{max(r['acc'] for r in runs):.3f}) ECE raw {med['ece_raw']:.3f} privTS "
             f"{med['ece_privTS']:.3f} npTS {med['ece_npTS']:.3f} oracle "
             f"{med['ece_oracleTS']:.3f} floor {med['ece_floor']:.3f} "
             f"dl2 {med['dl2_privTS']:.3f}"
@@ -219,6 +221,15 @@ EXPERIMENTS = {
     "inputs": [f"row('E {h}', 597, 200, how='{h}', {E})"
                for h in ("pixels", "centred", "scaled", "gabor")]
     + [f"row('H5 centred', 597, 200, how='centred', {S5}, {H})"],
+    # augmentation multiplicity K (De et al. 2022, Section 3): one-pixel translations
+    "augmentation": [f"row('{d} 597 K{k}', 597, 200, {S5}, aug={k}, {v})"
+                     for d, v in (("H", H), ("E", E)) for k in (1, 4, 8, 16)]
+    + [f"row('{d} 4000 K{k}', 4000, 1000, aug={k}, {v})"
+       for d, v in (("H", H), ("E", E)) for k in (1, 4, 16)]
+    + [f"row('H 4000 cnn K{k}', 4000, 1000, methods=('dpsgd',), aug={k}, cnn=True, {H})"
+       for k in (1, 4)]
+    + ["row('digits (measure) K1', 597, 200, aug=1, data=digits_demo)",
+       "row('digits (measure) K8', 597, 200, aug=8, data=digits_demo)"],
 }  # fmt: skip
 
 

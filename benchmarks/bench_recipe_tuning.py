@@ -13,7 +13,8 @@ never for choosing a setting (docs/training.md says which figure came from where
 
 Run: ``.venv/bin/python benchmarks/bench_recipe_tuning.py [name or row(...) expression ...]``,
 names from :data:`EXPERIMENTS` (the rows behind docs/training.md's tables), e.g.
-``... bench_recipe_tuning.py floor split`` or ``... "row('lr 1', 597, 200, LEARNING_RATE=1.0)"``.
+``... bench_recipe_tuning.py floor split augmentation`` or
+``... "row('lr 1', 597, 200, LEARNING_RATE=1.0)"``.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def debiased_l2_ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> 
     return float(np.sqrt(max(total, 0.0)))
 
 
-def one_run(x, y, n_train, n_ts, method, how, seed, **override):
+def one_run(x, y, n_train, n_ts, method, how, seed, aug=None, cnn=False, **override):
     import torch
 
     from dpuq.ledger import CALLER_CHARGED
@@ -111,10 +112,21 @@ def one_run(x, y, n_train, n_ts, method, how, seed, **override):
     )
 
     f = inputs(x, how)
+    if aug is not None:  # augmentation multiplicity K: image-shaped inputs, flattened in the model
+        f = f.reshape(x.shape)
     tr, ts, te = slice(0, n_train), slice(n_train, n_train + n_ts), slice(-N_TEST, None)
     torch.manual_seed(seed)
-    net = torch.nn.Linear(f.shape[1], int(y.max()) + 1)
+    net = torch.nn.Linear(f[0].size, int(y.max()) + 1)
     kw = {} if method == "sgd" else {"epsilon": EPS, "delta": DELTA}
+    if cnn:  # the small CNN on (N, 1, side, side) images
+        from dpuq.training import small_cnn
+
+        f = f.reshape(len(x), 1, *x.shape[1:])
+        net = small_cnn(int(y.max()) + 1, image_size=x.shape[-1])
+    elif aug is not None:
+        net = torch.nn.Sequential(torch.nn.Flatten(), net)
+    if aug is not None:
+        kw["augmentation_multiplicity"] = aug
     with patched(**override):
         net, _ = train_classifier(
             net, (torch.as_tensor(f[tr]), torch.as_tensor(y[tr])), method=method,
@@ -145,7 +157,10 @@ def one_run(x, y, n_train, n_ts, method, how, seed, **override):
 
 
 def row(label, n_train, n_ts, how="pixels", seeds=(0, 1, 2), methods=("dpsgd", "dpsgld"),
-        data=None, **override):  # fmt: skip
+        data=None, aug=None, cnn=False, **override):  # fmt: skip
+    import time
+
+    start = time.perf_counter()
     cells = []
     for method in methods:
         runs = []
@@ -153,15 +168,17 @@ def row(label, n_train, n_ts, how="pixels", seeds=(0, 1, 2), methods=("dpsgd", "
             x, y = (
                 data(n_train + n_ts + N_TEST, s) if data else surrogate(n_train + n_ts + N_TEST, s)
             )
-            runs.append(one_run(x, y, n_train, n_ts, method, how, s, **override))
+            runs.append(one_run(x, y, n_train, n_ts, method, how, s, aug, cnn, **override))
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         cells.append(
-            f"{method} acc {med['acc']:.3f} ECE raw {med['ece_raw']:.3f} privTS "
+            f"{method} acc {med['acc']:.3f} ({min(r['acc'] for r in runs):.3f}–"
+            f"{max(r['acc'] for r in runs):.3f}) ECE raw {med['ece_raw']:.3f} privTS "
             f"{med['ece_privTS']:.3f} npTS {med['ece_npTS']:.3f} oracle "
             f"{med['ece_oracleTS']:.3f} floor {med['ece_floor']:.3f} "
             f"dl2 {med['dl2_privTS']:.3f}"
         )
-    print(f"{label:<34} | " + " | ".join(cells), flush=True)
+    runs_s = (time.perf_counter() - start) / (len(seeds) * len(methods))
+    print(f"{label:<34} | " + " | ".join(cells) + f" | {runs_s:.1f} s/run", flush=True)
 
 
 def digits_demo(n: int, seed: int):
@@ -204,6 +221,15 @@ EXPERIMENTS = {
     "inputs": [f"row('E {h}', 597, 200, how='{h}', {E})"
                for h in ("pixels", "centred", "scaled", "gabor")]
     + [f"row('H5 centred', 597, 200, how='centred', {S5}, {H})"],
+    # augmentation multiplicity K (De et al. 2022, Section 3): one-pixel translations
+    "augmentation": [f"row('{d} 597 K{k}', 597, 200, {S5}, aug={k}, {v})"
+                     for d, v in (("H", H), ("E", E)) for k in (1, 4, 8, 16)]
+    + [f"row('{d} 4000 K{k}', 4000, 1000, aug={k}, {v})"
+       for d, v in (("H", H), ("E", E)) for k in (1, 4, 16)]
+    + [f"row('H 4000 cnn K{k}', 4000, 1000, methods=('dpsgd',), aug={k}, cnn=True, {H})"
+       for k in (1, 4)]
+    + ["row('digits (measure) K1', 597, 200, aug=1, data=digits_demo)",
+       "row('digits (measure) K8', 597, 200, aug=8, data=digits_demo)"],
 }  # fmt: skip
 
 

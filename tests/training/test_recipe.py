@@ -209,3 +209,115 @@ class TestAccuracy:
                                         show_progress=False)  # fmt: skip
             accs.append(np.mean(predict_proba(model, x[te]).argmax(1) == y[te]))
         assert math.isfinite(float(np.median(accs))) and np.median(accs) > 0.8
+
+
+class TestAugmentationMultiplicity:
+    """De et al. 2022, Section 3: K augmentations averaged per example before clipping."""
+
+    def test_translations_are_zero_padded_shifts(self):
+        from dpuq.training.augment import random_translations
+
+        x = torch.rand(5, 2, 6, 7)
+        out = random_translations(x, 4, torch.Generator().manual_seed(0))
+        assert out.shape == (20, 2, 6, 7)
+        shifts = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+        seen = set()
+        for row in range(20):
+            src = x[row // 4]
+            for dy, dx in shifts:
+                want = torch.zeros_like(src)
+                want[:, max(dy, 0) : 6 + min(dy, 0), max(dx, 0) : 7 + min(dx, 0)] = src[
+                    :, max(-dy, 0) : 6 + min(-dy, 0), max(-dx, 0) : 7 + min(-dx, 0)
+                ]
+                if torch.equal(out[row], want):
+                    seen.add((dy, dx))
+                    break
+            else:
+                raise AssertionError(f"row {row} is not a one-pixel shift of its example")
+        assert len(seen) > 3  # the shifts vary
+
+    def test_k1_reproduces_the_seeded_model_exactly(self):
+        x, y = synthetic_images(120, seed=6)
+        weights = []
+        for k, xx in ((None, x.reshape(120, -1)), (1, x)):
+            torch.manual_seed(0)
+            net = nn.Linear(64, 10)
+            kw = {}
+            if k is not None:
+                net, kw = nn.Sequential(nn.Flatten(), net), {"augmentation_multiplicity": k}
+            model, _ = train_classifier(
+                net, (xx, y), method="dpsgd", epsilon=2.0, delta=1e-5, epochs=3,
+                iterate_averaging=0, random_state=4, show_progress=False, **kw,
+            )  # fmt: skip
+            weights.append([p.detach().clone() for p in model.parameters()])
+        for a, b in zip(*weights, strict=True):
+            assert torch.equal(a, b)
+
+    def test_same_seed_same_model_and_unchanged_accounting(self):
+        x, y = synthetic_images(120, seed=6)
+        runs = []
+        for k in (4, 4, 1):
+            torch.manual_seed(0)
+            model, rep = train_classifier(
+                nn.Sequential(nn.Flatten(), nn.Linear(64, 10)), (x, y), method="dpsgld",
+                epsilon=2.0, delta=1e-5, epochs=3, augmentation_multiplicity=k,
+                random_state=4, show_progress=False,
+            )  # fmt: skip
+            probs = predict_proba(model, x)
+            runs.append((probs, rep))
+        np.testing.assert_array_equal(runs[0][0], runs[1][0])
+        assert not np.array_equal(runs[0][0], runs[2][0])  # the augmentations did something
+        assert runs[0][1].details["augmentation multiplicity"] == 4
+        assert runs[0][1].epsilon == runs[2][1].epsilon <= 2.0  # accounting untouched
+        assert runs[0][1].details["steps"] == runs[2][1].details["steps"]
+
+    @pytest.mark.filterwarnings("ignore:Full backward hook")
+    @pytest.mark.parametrize("clipping", ["flat", "normalized"])
+    def test_each_example_contributes_one_clipped_vector(self, clipping):
+        """Sensitivity unchanged: per example ONE vector of norm <= C, whatever K."""
+        from opacus import GradSampleModule
+
+        from dpuq.training.augment import average_grad_samples, random_translations
+        from dpuq.training.optimizer import DPSGDOptimizer
+
+        torch.manual_seed(0)
+        lin = nn.Sequential(nn.Flatten(), nn.Linear(36, 3))
+        net = GradSampleModule(lin)
+        opt = DPSGDOptimizer(
+            torch.optim.SGD(net.parameters(), lr=1.0), noise_multiplier=0.0, max_grad_norm=0.5,
+            expected_batch_size=1, clipping=clipping,
+        )  # fmt: skip
+        sums = []
+        for scale in (1.0, 1e3):  # a neighbour's example with a huge gradient
+            x = torch.rand(1, 6, 6) * scale
+            y = torch.tensor([2])
+            k = 8
+            xa = random_translations(x, k, torch.Generator().manual_seed(1))
+            opt.zero_grad(set_to_none=True)
+            nn.functional.cross_entropy(net(xa), y.repeat_interleave(k)).backward()
+            average_grad_samples(lin, k)
+            assert all(p.grad_sample.shape[0] == 1 for p in lin.parameters())
+            opt.pre_step()
+            sums.append(torch.cat([p.grad.reshape(-1) for p in lin.parameters()]))
+            assert float(sums[-1].norm()) <= 0.5 * (1 + 1e-5)
+        assert float((sums[0] - sums[1]).norm()) <= 1.0 * (1 + 1e-5)  # ||Δ|| <= 2C
+
+    @pytest.mark.parametrize("bad", [0, -2, 1.5, "many", True])
+    def test_bad_multiplicity_is_named(self, bad):
+        x, y = synthetic_images(50, seed=2)
+        with pytest.raises(ValueError, match="augmentation_multiplicity"):
+            train_classifier(
+                nn.Sequential(nn.Flatten(), nn.Linear(64, 10)), (x, y), method="dpsgd",
+                epsilon=1.0, delta=1e-5, augmentation_multiplicity=bad, show_progress=False,
+            )  # fmt: skip
+
+    def test_needs_image_shaped_inputs(self):
+        from dpuq.training.augment import check_multiplicity
+
+        x, y = synthetic_images(50, seed=2)
+        with pytest.raises(ValueError, match="augmentation_multiplicity > 1 needs image"):
+            train_classifier(
+                nn.Linear(64, 10), (x.reshape(50, -1), y), method="dpsgd", epsilon=1.0,
+                delta=1e-5, augmentation_multiplicity=4, show_progress=False,
+            )  # fmt: skip
+        assert check_multiplicity("auto", 2) == 1  # not images: off

@@ -26,6 +26,10 @@ size give the same recipe). Its rules, and where each comes from:
   temperature calibrated to the budget (``"auto"``: the coldest that runs every step) and the
   posterior predictive average of late samples; a standard-normal prior (weight decay
   ``1/N``). With a constant rate it would be DP-SGD with iterate averaging exactly.
+- **Augmentation multiplicity** (De et al. 2022, Section 3: average each example's gradient
+  over ``K`` augmentations before clipping; :mod:`dpuq.training.augment`) is an explicit
+  option of :func:`dpuq.training.train_classifier` and off by default: with a linear head on
+  pixels it lost accuracy on every public surrogate (``docs/training.md``).
 - Non-private SGD: momentum 0.9, batch ``min(128, N/4)``, rate 0.05, flat (no) clipping.
 
 Model choice (group normalisation instead of batch norm; fixed features plus a linear head for

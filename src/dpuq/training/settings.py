@@ -20,6 +20,7 @@ from torch import nn
 from dpuq import accounting
 from dpuq._validation import _as_float, check_epsilon, check_in_open_unit, check_positive_int
 from dpuq.report import Relation
+from dpuq.training.augment import check_multiplicity
 from dpuq.training.averaging import AVERAGING
 from dpuq.training.batches import as_tensors, check_label_range, n_outputs
 from dpuq.training.recipe import AUTO, CLIPPING, auto_recipe
@@ -62,6 +63,7 @@ class TrainingSettings:
     averaging_start: float
     averaging: str
     prior_std: Any
+    augmentation_multiplicity: int = 1
 
 
 def check_private_model(model: nn.Module) -> None:
@@ -126,6 +128,7 @@ def resolve_settings(
     relation,
     posterior_samples,
     burn_in,
+    augmentation_multiplicity=AUTO,
 ) -> TrainingSettings:
     """The settings :func:`dpuq.training.train_classifier` runs with, every one checked.
 
@@ -230,11 +233,13 @@ def resolve_settings(
     if not (0 <= burn < 1):
         raise ValueError(f"averaging_start must be in [0, 1), got {averaging_start!r}")
 
+    x1 = tensors[0][:1] if tensors is not None else train_data[0][0].unsqueeze(0)
+    aug_k = check_multiplicity(augmentation_multiplicity, x1.ndim)
+
     if private:
         check_private_model(model)
     if bsz > n:
         raise ValueError(f"batch_size must be <= the number of examples ({n}), got {bsz}")
-    x1 = tensors[0][:1] if tensors is not None else train_data[0][0].unsqueeze(0)
     n_classes = n_outputs(model, x1)
     if tensors is not None:
         check_label_range(tensors[1], n_classes)
@@ -245,4 +250,5 @@ def resolve_settings(
         epochs=ep, batch_size=bsz, max_grad_norm=clip, clipping=clipping, momentum=mom,
         temperature=temperature, pre_noise_scale=pre, schedule=schedule,
         iterate_averaging=n_post, averaging_start=burn, averaging=averaging, prior_std=prior_std,
+        augmentation_multiplicity=aug_k,
     )  # fmt: skip

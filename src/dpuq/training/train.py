@@ -21,6 +21,7 @@ from dpuq._progress import progress
 from dpuq._validation import _as_float
 from dpuq.mechanisms.randomness import mark_seeded
 from dpuq.report import PrivacyReport, Relation
+from dpuq.training.augment import average_grad_samples, random_translations
 from dpuq.training.averaging import (
     AVERAGING,
     IterateAverage,
@@ -88,6 +89,7 @@ def train_classifier(
     iterate_averaging: int | str = AUTO,
     averaging_start: float | str = AUTO,
     averaging: str = AUTO,
+    augmentation_multiplicity: int | str = AUTO,
     momentum: float | str = AUTO,
     accountant: str = "pld",
     relation: Relation | str = Relation.REPLACE_ONE,
@@ -155,6 +157,13 @@ def train_classifier(
         predictive distributions; for DP-SGLD the posterior predictive). ``"weights"``: the
         user's model with the mean of the iterates' weights (Polyak-Ruppert averaging; one
         network at prediction time).
+    augmentation_multiplicity : int or "auto"
+        ``K``: each example's per-example gradient is the mean over ``K`` random one-pixel
+        translations of it (zero padded), taken before clipping (De et al. 2022, Section 3):
+        sensitivity and accounting unchanged (:mod:`dpuq.training.augment`). ``K > 1`` needs
+        image-shaped inputs (N, H, W) or (N, C, H, W). ``"auto"``:
+        :data:`dpuq.training.augment.AUGMENTATION_MULTIPLICITY` for image-shaped inputs, 1
+        otherwise.
     momentum : float, default 0
         SGD momentum for ``"sgd"`` and ``"dpsgd"``; DP-SGLD requires 0.
     accountant : {"pld", "rdp", "gdp"}, default "pld"
@@ -207,6 +216,7 @@ def train_classifier(
         iterate_averaging=iterate_averaging, averaging_start=averaging_start,
         averaging=averaging, momentum=momentum, accountant=accountant, relation=relation,
         posterior_samples=posterior_samples, burn_in=burn_in,
+        augmentation_multiplicity=augmentation_multiplicity,
     )  # fmt: skip
     private, epsilon, delta, relation = cfg.private, cfg.epsilon, cfg.delta, cfg.relation
     tensors, n, n_classes, temperature = cfg.tensors, cfg.n, cfg.n_classes, cfg.temperature
@@ -308,6 +318,10 @@ def train_classifier(
         details["averaging"] = cfg.averaging
         details["averaging from step"] = first
     snapshots: list[dict] = []
+    aug_k = cfg.augmentation_multiplicity
+    if aug_k > 1:  # De et al. 2022: average K augmentations' gradients before clipping
+        details["augmentation multiplicity"] = aug_k
+        aug_gen = torch.Generator().manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
     desc = {"sgd": "SGD", "dpsgd": "DP-SGD", "dpsgld": "DP-SGLD"}[method]
     try:
         for t, (xb, yb) in progress(
@@ -318,10 +332,14 @@ def train_classifier(
             for group in opt.param_groups:
                 group["lr"] = float(eta[t])
             opt.zero_grad(set_to_none=True)
+            if aug_k > 1:
+                xb, yb = random_translations(xb, aug_k, aug_gen), yb.repeat_interleave(aug_k)
             loss = loss_fn(net(xb), yb)
             with warnings.catch_warnings():  # Opacus' hooks on a model whose input needs no grad
                 warnings.filterwarnings("ignore", message="Full backward hook is firing")
                 loss.backward()
+            if aug_k > 1 and private:
+                average_grad_samples(model, aug_k)
             opt.step()
             if private:
                 taken.append(float(opt.noise_multiplier))

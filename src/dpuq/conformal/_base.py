@@ -132,6 +132,17 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         else:
             check_n_bins(self.n_bins)
 
+    def _check_grouped(self, alpha, what: str) -> None:
+        """Grouped (Mondrian) calibration takes one level and the certified rank method:
+        refused before any charge, naming ``what`` (the setting that asked for groups)."""
+        if isinstance(alpha, list):
+            raise ValueError(f"{what} takes one confidence_level, not several")
+        if self.method != "certified":
+            raise ValueError(
+                f"{what} uses the certified rank method; "
+                f"method={self.method!r} is not available for it"
+            )
+
     def _warn_if_released(self, epsilon: float, stacklevel: int = 3) -> None:
         """Warn that a second ``conformalize`` spends ε again (the estimator's state only)."""
         if hasattr(self, "threshold_"):

@@ -266,13 +266,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         alpha = self._alpha()
         score_function(self.conformity_score)
         if self.class_conditional:  # settings errors before any charge
-            if isinstance(alpha, list):
-                raise ValueError("class_conditional=True takes one confidence_level, not several")
-            if self.method != "certified":
-                raise ValueError(
-                    "class_conditional=True uses the certified rank method; "
-                    f"method={self.method!r} is not available for it"
-                )
+            self._check_grouped(alpha, "class_conditional=True")
         self._check_bins()
         self._warn_if_released(epsilon)
         rng = self._rng()  # one fresh generator per release, never stored

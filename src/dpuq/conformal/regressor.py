@@ -242,13 +242,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         """
         epsilon, alpha, bound = self._check_params()
         if self.n_groups is not None and groups is not None:  # settings errors before any charge
-            if isinstance(alpha, list):
-                raise ValueError("n_groups takes one confidence_level, not several")
-            if self.method != "certified":
-                raise ValueError(
-                    "n_groups uses the certified rank method; "
-                    f"method={self.method!r} is not available for it"
-                )
+            self._check_grouped(alpha, "n_groups")
         self._check_bins()
         self._warn_if_released(epsilon)
         y = None if is_dask_collection(X_cal) else check_array_1d(y_cal, "y_cal")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["header_column", "is_data_line", "text_layout"]
+__all__ = ["header_column", "is_data_line", "text_layout", "with_decimal_points"]
 
 
 def _is_number(token: str) -> bool:
@@ -90,6 +90,14 @@ def _decimal_point(cell: str, delimiter) -> str:
     if delimiter == ";" and _DECIMAL_COMMA.match(cell):
         return cell.replace(",", ".")
     return cell
+
+
+def with_decimal_points(lines: list[str], delimiter) -> list[str]:
+    """The data lines of a ``;``-separated file with its decimal commas made points, cell by
+    cell (:func:`_decimal_point`); lines of any other file unchanged."""
+    if delimiter != ";":
+        return lines
+    return [";".join(_decimal_point(c.strip(), ";") for c in line.split(";")) for line in lines]
 
 
 def _layout(lines: list[str], label: str) -> tuple[str | None, int, range | None]:

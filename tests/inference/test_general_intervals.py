@@ -341,6 +341,22 @@ def test_cli_interval_writes_one_line_and_a_release(csv_file, tmp_path, capsys):
     assert (rec["lower"], rec["upper"]) == (ci.lower, ci.upper)
 
 
+def test_cli_interval_reads_semicolon_files_with_decimal_commas(csv_file, tmp_path, capsys):
+    p, _ = csv_file
+    semi = tmp_path / "labs_semicolon.csv"
+    semi.write_text(p.read_text().replace(",", ";").replace(".", ","))
+    runs = []
+    for path in (p, semi):
+        out = tmp_path / f"{path.stem}.json"
+        code, _, err = run_cli(
+            capsys, "interval", "--data", path, "--column", "crp", "--statistic", "mean",
+            "--bounds", "0", "50", "--alpha", "0.1", "--epsilon", "1", "--seed", "4", "-o", out,
+        )  # fmt: skip
+        assert code == 0, err
+        runs.append(json.loads(out.read_text()))
+    assert (runs[0]["lower"], runs[0]["upper"]) == (runs[1]["lower"], runs[1]["upper"])
+
+
 @pytest.mark.parametrize("statistic", ["mean", "median", "trimmed-mean"])
 def test_cli_interval_statistics_and_ledger(csv_file, tmp_path, capsys, statistic):
     p, _ = csv_file

@@ -122,12 +122,13 @@ def read_column(path, column: str | None, name: str = "--data"):
             raise ValueError(f"{label}: column {column!r} is not numeric")
         arr = values.astype(float)
     else:
-        from dpuq._io_text import header_column, is_data_line, text_layout
+        from dpuq._io_text import header_column, is_data_line, text_layout, with_decimal_points
 
         delimiter, skip, _ = text_layout(p, label)
         index = header_column(p, label, column, delimiter, skip)
         with open(p, encoding="utf-8-sig") as fh:
             lines = [line for line in fh.readlines()[skip:] if is_data_line(line)]
+        lines = with_decimal_points(lines, delimiter)  # `;` files: decimal commas, as dpuq.io
         try:
             arr = np.loadtxt(lines, delimiter=delimiter, usecols=[index], ndmin=1).astype(float)
         except ValueError:

@@ -126,7 +126,7 @@ def _parquet(p: Path, label: str, column: str | None, chunk_rows: int) -> Chunke
 
 
 def _text(p: Path, label: str, column: str | None, chunk_rows: int) -> ChunkedScores:
-    from dpuq._io_text import _decimal_point, header_column, is_data_line, text_layout
+    from dpuq._io_text import header_column, is_data_line, text_layout, with_decimal_points
 
     # the rules of dpuq.io: byte-order mark, blank and comment lines, header line
     delimiter, skip, usecols = text_layout(p, label)
@@ -144,11 +144,7 @@ def _text(p: Path, label: str, column: str | None, chunk_rows: int) -> ChunkedSc
                 lines = [line for line in raw if is_data_line(line)]
                 if not lines:
                     continue
-                if delimiter == ";":  # decimal commas, as dpuq.io reads them
-                    lines = [
-                        ";".join(_decimal_point(c.strip(), ";") for c in line.split(";"))
-                        for line in lines
-                    ]
+                lines = with_decimal_points(lines, delimiter)  # as dpuq.io reads them
                 try:
                     arr = np.loadtxt(
                         lines, delimiter=delimiter, usecols=usecols, dtype=float, ndmin=2

@@ -38,6 +38,7 @@ from dpuq.conformal import (
     split_conformal_threshold,
     top_k_scores,
 )
+from dpuq.conformal.online import aci_thresholds, online_conformal_thresholds
 from dpuq.conformal.partitions import score_partitions
 from dpuq.inference import (
     ConfidenceInterval,
@@ -96,6 +97,8 @@ from dpuq.planning import (
     inflated_level,
     min_calibration_size,
     min_epsilon,
+    online_block_size,
+    online_coverage_bound,
     optimal_gamma,
 )
 from dpuq.report import PrivacyReport
@@ -118,6 +121,8 @@ _LAZY_TRAINING = (
 _LAZY = {
     "PrivateConformalClassifier": "dpuq.conformal.classifier",
     "PrivateConformalRegressor": "dpuq.conformal.regressor",
+    "PrivateOnlineConformalClassifier": "dpuq.conformal.online_estimators",
+    "PrivateOnlineConformalRegressor": "dpuq.conformal.online_estimators",
     "PrivateERMClassifier": "dpuq.learning.erm",
     "pac_sample_complexity": "dpuq.learning.erm",
     **dict.fromkeys(_LAZY_TRAINING, "dpuq.training"),
@@ -150,6 +155,8 @@ __all__ = [
     "PrivateConformalClassifier",
     "PrivateConformalRegressor",
     "PrivateERMClassifier",
+    "PrivateOnlineConformalClassifier",
+    "PrivateOnlineConformalRegressor",
     "PrivateRiskControl",
     "TabulatedConcepts",
     "Thresholds",
@@ -157,6 +164,7 @@ __all__ = [
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
+    "aci_thresholds",
     "adaptive_calibration_error",
     "aps_scores",
     "auto_n_bins",
@@ -187,6 +195,9 @@ __all__ = [
     "min_epsilon",
     "multiclass_auc",
     "normal_approximation_interval",
+    "online_block_size",
+    "online_conformal_thresholds",
+    "online_coverage_bound",
     "optimal_gamma",
     "pac_sample_complexity",
     "percentile_bootstrap_interval",

@@ -10,6 +10,7 @@ from dpuq.conformal.calibration import (
 )
 from dpuq.conformal.class_conditional import ClassConditionalCalibration, calibrate_by_class
 from dpuq.conformal.logits import LogitsModel, softmax
+from dpuq.conformal.online import aci_thresholds, online_conformal_thresholds
 from dpuq.conformal.partitions import score_partitions
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
@@ -36,11 +37,14 @@ __all__ = [
     "PrivateCalibration",
     "PrivateConformalClassifier",
     "PrivateConformalRegressor",
+    "PrivateOnlineConformalClassifier",
+    "PrivateOnlineConformalRegressor",
     "PrivateRiskControl",
     "PublicBound",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
+    "aci_thresholds",
     "aps_scores",
     "calibrate",
     "calibrate_by_class",
@@ -51,6 +55,7 @@ __all__ = [
     "false_negative_losses",
     "interval_losses",
     "lac_scores",
+    "online_conformal_thresholds",
     "prediction_sets",
     "public_bound",
     "raps_scores",
@@ -68,6 +73,8 @@ __all__ = [
 _LAZY = {
     "PrivateConformalClassifier": "dpuq.conformal.classifier",
     "PrivateConformalRegressor": "dpuq.conformal.regressor",
+    "PrivateOnlineConformalClassifier": "dpuq.conformal.online_estimators",
+    "PrivateOnlineConformalRegressor": "dpuq.conformal.online_estimators",
 }
 
 

@@ -16,7 +16,8 @@ package is cut along its seams:
 
 - :mod:`dpuq.planning.levels`: levels and certificates (both methods);
 - :mod:`dpuq.planning.bins`: the number of bins m* (both methods);
-- :mod:`dpuq.planning.sizes`: sample sizes, the smallest ε, and the whole :func:`plan`.
+- :mod:`dpuq.planning.sizes`: sample sizes, the smallest ε, and the whole :func:`plan`;
+- :mod:`dpuq.planning.online`: the online tracker's block size and coverage bound.
 
 Every name is importable from ``dpuq.planning`` itself.
 """
@@ -31,6 +32,10 @@ from dpuq.planning.levels import (
     inflated_level,
     optimal_gamma,
 )
+from dpuq.planning.online import (
+    online_block_size,
+    online_coverage_bound,
+)
 from dpuq.planning.sizes import CalibrationPlan, min_calibration_size, min_epsilon, plan
 
 __all__ = [
@@ -44,6 +49,8 @@ __all__ = [
     "inflated_level",
     "min_calibration_size",
     "min_epsilon",
+    "online_block_size",
+    "online_coverage_bound",
     "optimal_gamma",
     "plan",
 ]

@@ -16,6 +16,7 @@ COMMANDS = [
     "plan",
     "reproduce",
     "temperature",
+    "online",
     "budget",
 ]
 

@@ -1,0 +1,175 @@
+"""``online_conformal_thresholds`` and the online estimators: validation before the charge,
+one charge per stream, estimator = function, coverage on a drifting stream, pickling."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes, load_digits
+from sklearn.linear_model import LogisticRegression, Ridge
+
+import dpuq
+from dpuq import PrivateOnlineConformalClassifier, PrivateOnlineConformalRegressor
+from dpuq._estimator import NotFittedError
+from dpuq.ledger import Ledger
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def _drifting(n=4000, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.clip(rng.beta(1.0, 6.0, size=n) * np.linspace(1.0, 3.0, n), 0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"scores": [0.1, np.nan, 0.2]}, "non-finite"),
+        ({"scores": [[0.1, 0.2]]}, "1-dimensional"),
+        ({"scores": [0.1, 1.2]}, r"\[0, 1\]"),
+        ({"alpha": 0.0}, "alpha"),
+        ({"alpha": 0.6}, "alpha"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"step": 0.0}, "step"),
+        ({"block_size": 0}, "block_size"),
+        ({"block_size": "big"}, "block_size"),
+        ({"initial": 1.5}, "initial"),
+        ({"random_state": -3}, "random_state"),
+    ],
+)
+def test_bad_input_is_refused_before_any_charge(tmp_path, kwargs, message):
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("s", epsilon=10.0)
+    call = {"scores": [0.1, 0.2, 0.3], "alpha": 0.1, "epsilon": 1.0, **kwargs}
+    scores, alpha, epsilon = call.pop("scores"), call.pop("alpha"), call.pop("epsilon")
+    with pytest.raises((ValueError, TypeError), match=message):
+        dpuq.online_conformal_thresholds(scores, alpha, epsilon, ledger=ledger, dataset="s", **call)
+    assert ledger.status("s").spent_epsilon == 0.0
+
+
+def test_one_charge_for_the_whole_stream(tmp_path):
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("s", epsilon=1.5)
+    t = dpuq.online_conformal_thresholds(
+        _drifting(), 0.1, 1.0, random_state=0, ledger=ledger, dataset="s"
+    )
+    assert t.shape == (4000,)
+    assert ledger.status("s").spent_epsilon == pytest.approx(1.0)
+    with pytest.raises(dpuq.BudgetExceededError):
+        dpuq.online_conformal_thresholds(_drifting(), 0.1, 1.0, ledger=ledger, dataset="s")
+
+
+def test_drifting_stream_long_run_coverage_and_bound():
+    s = _drifting(10_000, seed=2)
+    fixed = np.quantile(s[:1000], 0.9)
+    assert np.mean(s[1000:] <= fixed) < 0.75  # the stream drifts: a fixed threshold fails
+    bound = dpuq.online_coverage_bound(10_000, 0.1, 1.0)
+    for seed in range(3):
+        t = dpuq.online_conformal_thresholds(s, 0.1, 1.0, random_state=seed)
+        assert abs(np.mean(s > t) - 0.1) <= bound
+        assert abs(np.mean(s[5000:] > t[5000:]) - 0.1) < 0.03  # and late, not only on average
+
+
+def test_aci_baseline_tracks_drift():
+    s = _drifting(3000, seed=1)
+    t = dpuq.aci_thresholds(s, 0.1, gamma=0.005)
+    assert abs(np.mean(s > t) - 0.1) < 0.02
+    with pytest.raises(ValueError, match="gamma"):
+        dpuq.aci_thresholds(s, 0.1, gamma=0.0)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    model = LogisticRegression(max_iter=300).fit(X[:700], y[:700])
+    return model, X[700:], y[700:]
+
+
+def test_classifier_equals_the_function_on_its_scores(digits):
+    """Fed in chunks of any size, the estimator's current threshold is always the one the
+    batch function gives the next person (same seed, same scores)."""
+    model, X, y = digits
+    scores = dpuq.lac_scores(model.predict_proba(X[:600]), y[:600])
+    alpha = 1.0 - 0.9  # the estimator's alpha, to the last bit
+    t = dpuq.online_conformal_thresholds(scores, alpha, 1.0, block_size=20, random_state=5)
+    clf = PrivateOnlineConformalClassifier(model, epsilon=1.0, block_size=20, random_state=5)
+    clf.start()
+    assert clf.threshold_ == t[0]
+    sizes = np.random.default_rng(0).integers(1, 45, size=100)
+    lo = 0
+    for size in sizes:
+        hi = min(lo + int(size), 599)
+        clf.update(X[lo:hi], y[lo:hi])
+        lo = hi
+        assert clf.n_seen_ == lo
+        assert clf.threshold_ == t[lo]
+        if lo == 599:
+            break
+    assert clf.n_released_ == 29
+    assert len(set(t.tolist())) > 10  # the threshold did move
+
+
+def test_classifier_sets_follow_the_threshold_and_state_rules(digits, tmp_path):
+    model, X, y = digits
+    clf = PrivateOnlineConformalClassifier(model, epsilon=1.0, random_state=0)
+    with pytest.raises(NotFittedError):
+        clf.predict_set(X[:2])
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("ward", epsilon=5.0)
+    clf.start(ledger=ledger, dataset="ward")
+    assert ledger.status("ward").spent_epsilon == pytest.approx(1.0)
+    sets = clf.predict_set(X[:5])
+    assert sets.shape == (5, 10)
+    probs = model.predict_proba(X[:5])
+    assert np.array_equal(sets, 1.0 - probs <= clf.threshold_)
+    with pytest.raises(RuntimeError, match="already started"):
+        clf.start()
+    with pytest.raises(TypeError, match="update"):
+        clf.conformalize(X, y)
+    clf.update(X[:5], y[:5])  # incomplete block: its count is unreleased
+    with pytest.raises(TypeError, match="incomplete block"):
+        pickle.dumps(clf)
+    clf.update(X[5 : clf.block_size_], y[5 : clf.block_size_])
+    again = pickle.loads(pickle.dumps(clf))
+    assert again.threshold_ == clf.threshold_
+    assert ledger.status("ward").spent_epsilon == pytest.approx(1.0)  # updates charge nothing more
+    assert clf.privacy_report_.epsilon == 1.0
+
+
+def test_classifier_refuses_bad_settings_before_the_charge(digits, tmp_path):
+    model = digits[0]
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("d", epsilon=5.0)
+    for bad in (
+        {"confidence_level": 0.3},
+        {"conformity_score": "nope"},
+        {"step": -1.0},
+        {"random_state": np.random.default_rng(0)},
+    ):
+        params = {"epsilon": 1.0, **bad}
+        with pytest.raises((ValueError, TypeError)):
+            PrivateOnlineConformalClassifier(model, **params).start(ledger=ledger, dataset="d")
+    assert ledger.status("d").spent_epsilon == 0.0
+
+
+def test_regressor_intervals_cover_a_drifting_stream():
+    X, y = load_diabetes(return_X_y=True)
+    model = Ridge(alpha=0.1).fit(X[:150], y[:150])
+    rng = np.random.default_rng(0)
+    idx = rng.integers(150, len(y), size=6000)
+    noise = rng.normal(size=6000) * np.linspace(0.0, 60.0, 6000)  # outcomes grow noisier
+    Xs, ys = X[idx], y[idx] + noise
+    reg = PrivateOnlineConformalRegressor(model, epsilon=1.0, bound=400.0, random_state=1)
+    reg.start()
+    covered = []
+    for lo in range(0, 6000, reg.block_size_):
+        hi = lo + reg.block_size_
+        iv = reg.predict_interval(Xs[lo:hi])
+        covered.append((iv[:, 0] <= ys[lo:hi]) & (ys[lo:hi] <= iv[:, 1]))
+        reg.update(Xs[lo:hi], ys[lo:hi])
+    cov = np.concatenate(covered)
+    assert abs(cov.mean() - 0.9) < 0.02
+    assert abs(cov[3000:].mean() - 0.9) < 0.03

@@ -54,6 +54,9 @@ RELEASES = {
     "permute_and_flip": lambda r, **k: dpuq.permute_and_flip(
         [0.0, 1.0], epsilon=1.0, sensitivity=1.0, random_state=r, **k
     ),
+    "online_conformal_thresholds": lambda r, **k: dpuq.online_conformal_thresholds(
+        X01, 0.1, 1.0, random_state=r, **k
+    ),
     "laplace_mechanism": lambda r, **k: dpuq.laplace_mechanism(
         0.5, sensitivity=1.0, epsilon=1.0, random_state=r, **k
     ),

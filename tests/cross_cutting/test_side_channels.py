@@ -97,6 +97,22 @@ def _classifier(data, d, ledger=False):
     return clf
 
 
+def _online_classifier(data, d):
+    p, y = data  # 150 rows: blocks of 25, so the pickle is taken at a block boundary
+    clf = dpuq.PrivateOnlineConformalClassifier(
+        _identity, epsilon=1.0, block_size=25, random_state=0
+    )
+    clf.start(ledger=d / "ledger.sqlite", dataset="d")
+    for lo in range(0, 150, 30):
+        clf.update(p[lo : lo + 30], y[lo : lo + 30])
+    (d / "online.pkl").write_bytes(pickle.dumps(clf))
+    return clf
+
+
+def _csv_thresholds(path):
+    return np.loadtxt(path, skiprows=1).tolist() if path.exists() else []
+
+
 def _regressor(data, d):
     X, y = data
     reg = dpuq.PrivateConformalRegressor(_first_column, epsilon=1.0, bound=2.0, random_state=0)
@@ -285,6 +301,14 @@ CASES = [
         released=lambda r, d: _json_released(d / "c.json")),
     Case("PrivateERMClassifier.fit (public table)", _erm_table, TABLE,
          released=lambda r: [r.concept_index_]),
+    Case("online_conformal_thresholds", lambda s, d: dpuq.online_conformal_thresholds(
+        s, 0.1, 1.0, block_size=10, random_state=0), SCORES, released=lambda r: list(r)),
+    Case("PrivateOnlineConformalClassifier+ledger", _online_classifier, LABELLED,
+         released=lambda r: [r.threshold_], setup=_with_ledger),
+    Case("cli online", lambda d0, d: cli(
+        ["online", "--scores", d / "s.csv", "--epsilon", 1, "--block-size", 10, "--seed", 0,
+         "-o", d / "t.csv"]), SCORES, setup=_scores_file,
+        released=lambda r, d: _csv_thresholds(d / "t.csv")),
     Case("cli temperature", lambda d0, d: cli(
         ["temperature", "--logits", d / "z.npy", "--labels", d / "y.csv", "--epsilon", 1,
          "--seed", 0, "-o", d / "t.json"]), LABELLED, setup=_logits_files,

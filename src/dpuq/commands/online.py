@@ -79,8 +79,6 @@ def _settings(args):
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from dpuq._validation import check_scores
     from dpuq.conformal.online import online_conformal_thresholds, online_privacy_report
     from dpuq.io import check_output_path, read_vector
@@ -104,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             ledger=CALLER_CHARGED,
         )
         report = online_privacy_report(settings, seeded=args.seed is not None)
-        lines = "\n".join(np.char.mod("%.17g", t).tolist())
+        lines = "\n".join(map(repr, t.tolist()))  # shortest round-trip text
         pending.write_text("threshold\n" + lines + "\n")
         pending.commit()
     print(

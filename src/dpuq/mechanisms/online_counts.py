@@ -124,7 +124,7 @@ def block_noise(root: int | None, start: int, stop: int, epsilon: float) -> np.n
     """The exact noises ``γ Z_k`` of blocks ``start .. stop - 1`` (lattice Laplace, scale 1/ε).
 
     ``root`` is a seed (reproducible: chunk ``j`` of :data:`NOISE_CHUNK` blocks comes from
-    ``derived_generator(root, j)``) or None (fresh OS entropy for every chunk: releases).
+    ``derived_generator(root, j)``) or None (fresh OS entropy at every call: releases).
 
     Examples
     --------
@@ -133,6 +133,11 @@ def block_noise(root: int | None, start: int, stop: int, epsilon: float) -> np.n
     True
     """
     scale = block_count_scale(epsilon)
+    if root is None:  # fresh entropy: draw exactly what is needed
+        return np.asarray(
+            laplace_noise(scale, max(0, stop - start), random_state=np.random.default_rng()),
+            dtype=float,
+        )
     out = np.empty(max(0, stop - start))
     for chunk in range(start // NOISE_CHUNK, (stop - 1) // NOISE_CHUNK + 1 if stop > start else 0):
         rng = np.random.default_rng() if root is None else derived_generator(root, chunk)
@@ -285,6 +290,23 @@ class OnlineTracker:
         self.n_blocks = 0
         self._pending = 0  # unreleased: the error count of the current block
 
+    def _noise(self, root: int | None) -> float:
+        """The noise of the block being closed. Seeded: from its chunk, kept in a cache that
+        pickles never hold (it is a function of the seed); None: one fresh draw."""
+        k = self.n_blocks
+        if root is None:
+            return float(block_noise(None, k, k + 1, self.epsilon)[0])
+        chunk = k // NOISE_CHUNK
+        cache = self.__dict__.get("_cache")
+        if cache is None or cache[0] != (root, chunk):
+            lo = chunk * NOISE_CHUNK
+            cache = ((root, chunk), block_noise(root, lo, lo + NOISE_CHUNK, self.epsilon))
+            self._cache = cache
+        return float(cache[1][k - chunk * NOISE_CHUNK])
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_cache"}
+
     @property
     def pending(self) -> int:
         """Persons of the current block seen so far (public: a function of ``n_seen``)."""
@@ -306,7 +328,7 @@ class OnlineTracker:
             self.n_seen += take
             pos += take
             if self.pending == self.block_size:
-                noise = block_noise(root, self.n_blocks, self.n_blocks + 1, self.epsilon)[0]
+                noise = self._noise(root)
                 released = self._pending + noise
                 self.threshold = _next_threshold(
                     self.threshold, released, self.block_size, self.alpha, self.step

@@ -19,6 +19,7 @@ and ``docs/online_drift.json``, prints the markdown table).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -38,8 +39,10 @@ N_STREAM = 10_000
 N_CALIBRATION = 1_000
 HARD_CLASSES = (1, 2, 3, 8, 9)
 WINDOW = 500
+FIXED = "fixed split (first 1,000)"
 
 
+@functools.lru_cache(maxsize=4)
 def _model_and_pool(seed: int):
     from sklearn.datasets import load_digits
     from sklearn.linear_model import LogisticRegression
@@ -52,7 +55,7 @@ def _model_and_pool(seed: int):
     return model, X[pool], y[pool]
 
 
-def drifting_stream(kind: str, seed: int = 0, n: int = N_STREAM):
+def drifting_stream(kind: str, seed: int = 0, n: int | None = None):
     """``(score_matrix, true_label_scores)`` of a drifting stream (module docstring).
 
     Examples
@@ -61,6 +64,9 @@ def drifting_stream(kind: str, seed: int = 0, n: int = N_STREAM):
     >>> S.shape, s.shape
     ((50, 10), (50,))
     """
+    if kind not in ("label shift", "covariate shift"):
+        raise ValueError(f"kind must be 'label shift' or 'covariate shift', got {kind!r}")
+    n = N_STREAM if n is None else n
     model, Xp, yp = _model_and_pool(seed)
     rng = np.random.default_rng(seed + 1)
     frac = np.linspace(0.0, 1.0, n)
@@ -71,12 +77,10 @@ def drifting_stream(kind: str, seed: int = 0, n: int = N_STREAM):
         pools = [np.flatnonzero(yp == c) for c in range(10)]
         idx = np.array([pools[c][rng.integers(pools[c].size)] for c in cls])
         X = Xp[idx] + 0.35 * rng.standard_normal((n, Xp.shape[1]))
-    elif kind == "covariate shift":
+    else:
         idx = rng.integers(0, yp.size, size=n)
         contrast = 1.0 - 0.8 * frac
         X = contrast[:, None] * Xp[idx] + 0.15 * rng.standard_normal((n, Xp.shape[1]))
-    else:
-        raise ValueError(f"kind must be 'label shift' or 'covariate shift', got {kind!r}")
     probs = model.predict_proba(X)
     S = np.clip(1.0 - probs, 0.0, 1.0)
     return S, S[np.arange(n), yp[idx]]
@@ -115,9 +119,7 @@ def run_stream(kind: str, n_seeds: int = 5, seed: int = 0) -> StreamResult:
         S, s, aci_thresholds(s, ALPHA, gamma=0.005)
     )
     fixed = split_conformal_threshold(s[:N_CALIBRATION], ALPHA)
-    res.covered["fixed split (first 1,000)"], res.sizes["fixed split (first 1,000)"] = _evaluate(
-        S, s, np.full(s.size, fixed)
-    )
+    res.covered[FIXED], res.sizes[FIXED] = _evaluate(S, s, np.full(s.size, fixed))
     for eps in EPSILONS:
         runs = [
             _evaluate(S, s, online_conformal_thresholds(s, ALPHA, eps, random_state=100 + k))
@@ -187,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="noise seeds per ε")
     args = parser.parse_args(argv)
     results = [run_stream(kind, n_seeds=args.seeds) for kind in ("label shift", "covariate shift")]
-    print(f"{N_STREAM} cases per stream, target 0.9, private rows: mean over {args.seeds} seeds")
+    print(f"{N_STREAM:,} cases per stream, target 0.9, private rows: mean over {args.seeds} seeds")
     print(table(results))
     os.makedirs(os.path.join(args.out, "assets"), exist_ok=True)
     path = os.path.join(args.out, "assets", "online_drift.png")

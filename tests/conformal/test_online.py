@@ -173,3 +173,17 @@ def test_regressor_intervals_cover_a_drifting_stream():
     cov = np.concatenate(covered)
     assert abs(cov.mean() - 0.9) < 0.02
     assert abs(cov[3000:].mean() - 0.9) < 0.03
+
+
+def test_randomised_aps_scores_draw_fresh_uniforms_per_update(digits):
+    model, X, y = digits
+    clf = PrivateOnlineConformalClassifier(
+        model, epsilon=1.0, conformity_score="aps", block_size=10, random_state=2
+    )
+    clf.start()
+    a = clf._stream_scores(X[:10], y[:10])
+    clf.update(X[:10], y[:10])
+    b = clf._stream_scores(X[:10], y[:10])  # same people, later position: other uniforms
+    assert not np.array_equal(a, b)
+    clf.update(X[10:500], y[10:500])
+    assert clf.n_released_ == 50

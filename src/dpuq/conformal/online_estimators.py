@@ -33,6 +33,7 @@ from dpuq.mechanisms.randomness import (
     check_estimator_random_state,
     check_random_state,
     derive_seed,
+    derived_generator,
     release_generator,
 )
 from dpuq.planning.online import DEFAULT_INITIAL, DEFAULT_STEP
@@ -221,7 +222,14 @@ class PrivateOnlineConformalClassifier(_OnlineMixin, PrivateConformalClassifier)
             self._set_classes(n_columns=probs.shape[1])
         if len(np.asarray(y)) != probs.shape[0]:
             raise ValueError("X and y have different numbers of rows")
-        return self._score_matrix(probs, self._label_index(y), self._release_rng())
+        # randomised scores (APS, RAPS): a seed gives each update its own stream of uniforms
+        seed = check_estimator_random_state(self.random_state)
+        rng = (
+            check_random_state(None)
+            if seed is None
+            else derived_generator(seed, self._tracker().n_seen)
+        )
+        return self._score_matrix(probs, self._label_index(y), rng)
 
 
 class PrivateOnlineConformalRegressor(_OnlineMixin, PrivateConformalRegressor):

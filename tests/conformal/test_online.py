@@ -146,6 +146,8 @@ def test_classifier_refuses_bad_settings_before_the_charge(digits, tmp_path):
     for bad in (
         {"confidence_level": 0.3},
         {"conformity_score": "nope"},
+        {"conformity_score": "raps", "score_params": {"lam": -1.0}},
+        {"score_params": {"unknown": 1}},
         {"step": -1.0},
         {"random_state": np.random.default_rng(0)},
     ):

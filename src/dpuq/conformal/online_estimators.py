@@ -215,6 +215,8 @@ class PrivateOnlineConformalClassifier(_OnlineMixin, PrivateConformalClassifier)
 
     def _check_model_settings(self) -> None:
         score_function(self.conformity_score)
+        # the score's parameters, on a public dummy row (a bad one costs nothing)
+        self._score_matrix(np.full((1, 2), 0.5), np.array([0]), np.random.default_rng(0))
 
     def _stream_scores(self, X, y) -> np.ndarray:
         probs = self._proba(X)

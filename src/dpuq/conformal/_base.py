@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import MetaEstimatorMixin
 
 from dpuq._estimator import NotFittedError, PrivateEstimator, RepeatedReleaseWarning
-from dpuq._validation import check_alpha, check_n_bins
+from dpuq._validation import alpha_from_confidence, check_alpha, check_n_bins
 
 
 def _deprecated_score_alias(conformity_score, default: str, kwargs: dict):
@@ -89,7 +89,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             raise TypeError(f"confidence_level must be a number or a sequence, got {cl!r}")
         if not 0.5 <= float(cl) < 1.0:
             raise ValueError(f"confidence_level must be in [0.5, 1), got {cl!r}")
-        return check_alpha(1.0 - float(cl), "1 - confidence_level")
+        return check_alpha(alpha_from_confidence(cl), "1 - confidence_level")
 
     def _multi_level(self) -> bool:
         """True when the release holds several levels (outputs get a last axis of size L)."""

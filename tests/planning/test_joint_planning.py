@@ -38,7 +38,7 @@ def test_min_epsilon_per_level_in_a_joint_release():
 
 def test_plan_of_several_levels_matches_the_release():
     p = plan(199, LEVELS, 1.0)
-    m, level, cover = joint_plan(199, LEVELS, 1.0)
+    m, level, _cover = joint_plan(199, LEVELS, 1.0)
     assert p.n_bins == m and p.served.tolist() == np.isfinite(level).tolist()
     assert p.served.tolist() == [True, True, False]
     assert np.all(p.certified_coverage[p.served] >= 1 - np.array(LEVELS)[p.served])

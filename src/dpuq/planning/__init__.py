@@ -23,6 +23,7 @@ Every name is importable from ``dpuq.planning`` itself.
 """
 
 from dpuq.planning.bins import auto_n_bins
+from dpuq.planning.joint import joint_plan, joint_served
 from dpuq.planning.levels import (
     METHODS,
     TINY_GAMMA,
@@ -32,7 +33,6 @@ from dpuq.planning.levels import (
     inflated_level,
     optimal_gamma,
 )
-from dpuq.planning.joint import joint_plan, joint_served
 from dpuq.planning.sizes import CalibrationPlan, JointPlan, min_calibration_size, min_epsilon, plan
 
 __all__ = [

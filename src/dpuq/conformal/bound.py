@@ -115,7 +115,7 @@ def _held_out_predictions(estimator, X, y, cv: int, random_state) -> np.ndarray:
     return out
 
 
-def _residuals(pred: np.ndarray, y: np.ndarray, score: str) -> np.ndarray:
+def residuals_of(pred: np.ndarray, y: np.ndarray, score: str) -> np.ndarray:
     if score == "absolute":
         if pred.ndim == 2:
             pred = pred[:, 0]
@@ -262,7 +262,7 @@ def public_bound(
         raise ValueError(f"X gave {pred.shape[0]} predictions but y has {target.size}")
     if score == "cqr" and (pred.ndim != 2 or pred.shape[1] != 2):
         raise ValueError("score='cqr' needs a (lower, upper) pair or (n, 2) predictions")
-    res = _residuals(pred, target, score)
+    res = residuals_of(pred, target, score)
     if settings is not None and quantile is None:
         q = _aimed_quantile(res, *settings)
     if epsilon is None:
@@ -304,7 +304,7 @@ def _check_aim(n, eps, confidence_level, risk):
     )
 
 
-def _below_law(res: np.ndarray):
+def below_law_of(res: np.ndarray):
     """``q -> CDF of |r|/B given |r| < B`` from the held-out residuals (B their q quantile)."""
     ordered = np.sort(res)
 
@@ -321,7 +321,7 @@ def _below_law(res: np.ndarray):
 def _aimed_quantile(res: np.ndarray, n: int, eps: float, alpha: float, risk: float) -> float:
     from dpuq.planning.bound import aimed_residual_coverage
 
-    q = aimed_residual_coverage(n, alpha, eps, risk, below_law=_below_law(res))
+    q = aimed_residual_coverage(n, alpha, eps, risk, below_law=below_law_of(res))
     if not math.isfinite(q):
         raise ValueError(
             f"no bound B makes the calibration informative at n_calibration={n}, "
@@ -351,7 +351,7 @@ def _explain(res, bound, q, quantile, settings) -> tuple[str, float | None]:
     n, eps, alpha, risk = settings
     covered = float(np.mean(res <= bound))
     p = whole_line_probability(n, alpha, eps, min(max(covered, 1e-6), 1 - 1e-9),
-                               below_law=_below_law(res))  # fmt: skip
+                               below_law=below_law_of(res))  # fmt: skip
     why = (
         "given"
         if quantile is not None

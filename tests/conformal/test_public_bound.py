@@ -40,7 +40,7 @@ def test_a_held_out_bound_gives_informative_private_intervals(diabetes):
     model = Ridge(alpha=0.1).fit(X, y)
     b = float(dpuq.public_bound(Ridge(alpha=0.1), X, y, random_state=0))
     reg = dpuq.PrivateConformalRegressor(model, epsilon=5.0, bound=b, random_state=0)
-    iv = reg.conformalize(Xn[:150], yn[:150]).predict_interval(Xn[150:])
+    iv = reg.conformalize(Xn[:150], yn[:150]).predict_interval(Xn[150:]).sets
     assert np.all(np.isfinite(iv))
     assert np.mean((iv[:, 0] <= yn[150:]) & (yn[150:] <= iv[:, 1])) > 0.75
 

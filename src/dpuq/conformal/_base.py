@@ -97,12 +97,15 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
 
         return isinstance(getattr(self, "calibration_", None), MultiLevelCalibration)
 
-    def score(self, X, y, sample_weight=None) -> float:
+    def score(self, X, y, sample_weight=None) -> float | np.ndarray:
         """Empirical coverage of the prediction sets or intervals on ``(X, y)``.
 
         The share of rows whose label is in its set (classifier) or whose outcome is in its
-        interval (regressor), weighted by ``sample_weight``; with several confidence levels,
-        the mean over levels. Before ``conformalize`` there are no sets: the wrapped model's
+        interval (regressor), weighted by ``sample_weight``. One confidence level: a float
+        (scikit-learn's scorer convention). Several levels: an array with one coverage per
+        level, in the order given, as MAPIE's coverage metrics return; scikit-learn's model
+        selection needs one number, so use one level there (or a scorer that picks one).
+        Before ``conformalize`` there are no sets: the wrapped model's
         own ``score(X, y)`` is returned (accuracy, R²), so scikit-learn's model selection
         works on ``fit`` alone. Not private: evaluate on data whose privacy is not at stake
         (test data), never on the calibration set.
@@ -117,7 +120,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             return float(model.score(X, y, sample_weight=sample_weight))
         covered = self._covered(X, y)  # (n,) or (n, L)
         if covered.ndim == 2:
-            covered = covered.mean(axis=1)
+            return np.average(covered, axis=0, weights=sample_weight)
         return float(np.average(covered, weights=sample_weight))
 
     def _rng(self) -> np.random.Generator:

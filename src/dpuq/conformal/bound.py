@@ -352,13 +352,18 @@ def _explain(res, bound, q, quantile, settings) -> tuple[str, float | None]:
     covered = float(np.mean(res <= bound))
     p = whole_line_probability(n, alpha, eps, min(max(covered, 1e-6), 1 - 1e-9),
                                below_law=below_law_of(res))  # fmt: skip
-    why = (
-        "given"
-        if quantile is not None
-        else f"the smallest coverage whose whole-line probability is <= {risk:g}"
-    )
+    if quantile is not None:
+        why = "given"
+    elif p <= risk:
+        why = f"the smallest coverage whose whole-line probability is <= {risk:g}"
+    else:
+        why = (
+            f"no quantile of these {res.size} residuals keeps the whole-line probability "
+            f"<= {risk:g}: a larger B from domain knowledge, or more calibration people, would"
+        )
     return (
-        f"B covers {covered:.4g} of the {res.size} held-out residuals, aiming at {q:g} ({why}) "
+        f"B covers {100 * covered:.1f} % of the {res.size} held-out residuals, aiming at {q:g} "
+        f"({why}) "
         f"for a calibration of n={n} at epsilon={eps:g}, confidence_level={1 - alpha:.12g}: "
         f"planned whole-line probability {p:.3g} if the calibration residuals behave as these; "
         "a smaller B gives narrower intervals but more whole-line releases",

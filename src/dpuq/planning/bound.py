@@ -101,7 +101,9 @@ def aimed_residual_coverage(
     """The smallest residual coverage ``q`` (3 decimals, rounded up) whose whole-line
     probability is at most ``risk``: the tightest ``B`` that still works at n and ε.
 
-    Returns ``inf`` when the release cannot be informative at these settings (no ``B`` helps).
+    Returns ``inf`` when the release cannot be informative at these settings (no ``B`` helps),
+    and ``1 - 1e-6`` (the largest ``q`` tried) when no ``q`` keeps the probability at most
+    ``risk`` (e.g. a law whose top is a point mass, as a small sample of residuals).
     ``below_law(q)``, optional, gives the CDF on [0, 1] of ``|r|/B`` given ``|r| < B`` for the
     ``q`` quantile ``B`` (default: normal errors, :func:`half_normal_below`).
 
@@ -126,11 +128,11 @@ def aimed_residual_coverage(
 
     lo, hi = 1 - alpha, 1.0 - 1e-6  # P(whole line) decreases as q grows
     if p(hi) > risk:
-        return math.inf
+        return hi  # no q reaches the risk: the largest (the caller says so)
     for _ in range(30):
         mid = 0.5 * (lo + hi)
         if p(mid) <= risk:
             hi = mid
         else:
             lo = mid
-    return min(math.ceil(hi * 1000) / 1000, 0.999) if hi <= 0.999 else hi
+    return math.ceil(hi * 1000) / 1000 if hi <= 0.999 else hi

@@ -38,7 +38,7 @@ def test_tighter_bound_more_whole_line_releases():
 
 def test_aimed_coverage_depends_on_n_and_epsilon():
     small = aimed_residual_coverage(159, 0.1, 1.0)
-    large = aimed_residual_coverage(5000, 0.1, 1.0)
+    large = aimed_residual_coverage(2000, 0.1, 1.0)
     assert large < small <= 0.999
     assert whole_line_probability(159, 0.1, 1.0, small) <= 0.01
     assert aimed_residual_coverage(20, 0.1, 1.0) == np.inf  # no B helps at n = 20
@@ -58,7 +58,7 @@ def test_public_bound_takes_n_and_epsilon_and_says_why():
     assert "n=159" in aimed.aim and "whole-line" in aimed.aim
     assert aimed.bound >= plain.bound  # the old 0.99 quantile is too tight at n = 159, ε = 1
     big = dpuq.public_bound(
-        Ridge(alpha=0.1), X[:280], y[:280], n_calibration=5000, calibration_epsilon=1.0,
+        Ridge(alpha=0.1), X[:280], y[:280], n_calibration=1000, calibration_epsilon=1.0,
         random_state=0,
     )  # fmt: skip
     assert big.quantile < aimed.quantile and big.bound < aimed.bound

@@ -106,18 +106,18 @@ def set_aside_message(n: int, alphas, left_out, epsilon: float, m: int) -> str:
     """What the joint release says when it sets levels aside: which, why, and what would serve
     them (the smallest n and ε for each in this joint release, and alone); public values only.
     """
-    from dpuq.planning.sizes import min_calibration_size, min_epsilon
+    from dpuq.planning.sizes import joint_min_epsilon, joint_min_n, min_calibration_size
 
     served = [a for a in alphas if a not in left_out]
-    need_n = min_calibration_size(list(alphas), epsilon)
-    need_eps = min_epsilon(n, list(alphas))
     hints = []
     for a in left_out:
         i = alphas.index(a)
+        need_n = joint_min_n(tuple(alphas), epsilon, "auto", i)
+        need_eps = joint_min_epsilon(n, tuple(alphas), "auto", i)
         alone = min_calibration_size(a, epsilon)
-        eps_text = f"epsilon >= {need_eps[i]:g}" if math.isfinite(need_eps[i]) else "no epsilon"
+        eps_text = f"epsilon >= {need_eps:g}" if math.isfinite(need_eps) else "no epsilon"
         hints.append(
-            f"alpha={a:.12g} needs n >= {need_n[i]} (or {eps_text} at n={n}) in this joint "
+            f"alpha={a:.12g} needs n >= {need_n} (or {eps_text} at n={n}) in this joint "
             f"release, n >= {alone} released alone"
         )
     return (

@@ -85,11 +85,7 @@ def min_calibration_size(
     if _several(alpha):
         alphas = _check_joint(alpha, method)
         return np.array(
-            [
-                _smallest_n(partial(_joint_informative, alphas=alphas, which=i), epsilon, n_bins)
-                for i in range(len(alphas))
-            ],
-            dtype=np.int64,
+            [joint_min_n(alphas, epsilon, n_bins, i) for i in range(len(alphas))], dtype=np.int64
         )
     alpha = check_alpha(alpha)
     return _smallest_n(partial(_informative, alpha=alpha, method=method), epsilon, n_bins)
@@ -134,19 +130,26 @@ def min_epsilon(n: int, alpha, n_bins: int | str = "auto", *, method: str = "cer
     n_bins = _check_bins(n_bins)
     if _several(alpha):
         alphas = _check_joint(alpha, method)
-        return np.array(
-            [
-                _smallest_epsilon(partial(_joint_informative, n, alphas, which=i), n_bins)
-                for i in range(len(alphas))
-            ]
-        )
+        return np.array([joint_min_epsilon(n, alphas, n_bins, i) for i in range(len(alphas))])
     alpha = check_alpha(alpha)
     return _smallest_epsilon(
         lambda epsilon, n_bins: _informative(n, alpha, epsilon, n_bins, method), n_bins
     )
 
 
-def _smallest_epsilon(informative, n_bins) -> float:
+def joint_min_n(alphas: tuple, epsilon: float, n_bins, which: int) -> int:
+    """The smallest n at which the joint release of (checked) ``alphas`` serves level
+    ``which`` (:func:`min_calibration_size` with several levels, one of them)."""
+    return _smallest_n(partial(_joint_informative, alphas=alphas, which=which), epsilon, n_bins)
+
+
+def joint_min_epsilon(n: int, alphas: tuple, n_bins, which: int) -> float:
+    """The smallest ε at which the joint release of (checked) ``alphas`` at n serves level
+    ``which`` (:func:`min_epsilon` with several levels, one of them)."""
+    return _smallest_epsilon(partial(_joint_informative, n, alphas, which=which), n_bins, 40)
+
+
+def _smallest_epsilon(informative, n_bins, steps: int = 80) -> float:
     """Bisection over log10 ε of ``informative(epsilon=, n_bins=)``, rounded up to 3 digits."""
 
     def ok(eps: float) -> bool:
@@ -155,7 +158,7 @@ def _smallest_epsilon(informative, n_bins) -> float:
     if not ok(1e12):
         return math.inf
     lo, hi = -12.0, 12.0  # log10 epsilon
-    for _ in range(80):
+    for _ in range(steps):
         mid = (lo + hi) / 2
         if ok(10**mid):
             hi = mid

@@ -105,8 +105,8 @@ def _training_cell(p: PipelineResult, models) -> str:
     if t_report is None or base is None:
         return _pair(p.training_privacy)
     return (
-        f"training {_pair(base.privacy)} + temperature step {_pair(t_report)} on other people "
-        f"= {_pair(p.training_privacy)} (disjoint people: the larger)"
+        f"training {_pair(base.privacy)}, temperature step {_pair(t_report)}: total "
+        f"{_pair(p.training_privacy)}"
     )
 
 

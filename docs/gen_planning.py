@@ -21,7 +21,7 @@ def _block(text: str) -> str:
 
 def render() -> str:
     """The page's markdown."""
-    from dpuq.commands.plan import _single, _table
+    from dpuq.commands.plan import _joint, _single, _table
 
     n, alpha, eps = EXAMPLE
     grid = (list(NS), list(EPSILONS))
@@ -62,6 +62,19 @@ def render() -> str:
         "",
         "The expected threshold on uniform scores says how much larger the private sets are:",
         "they are about as large as non-private sets at the coverage shown.",
+        "",
+        "## Several levels in one release",
+        "",
+        "`dpuq calibrate --alpha 0.05,0.1,0.2` releases the three thresholds jointly for one ε.",
+        "The levels share ε, so each needs more people than when released alone; a level the",
+        "joint release cannot serve at these public settings is set aside (full sets, no data",
+        "used) and the others get the whole ε. `dpuq plan` says, per level, from which n (or ε)",
+        "the joint release serves it:",
+        "",
+        _block(
+            "$ dpuq plan --n 199 --alpha 0.05,0.1,0.2 --epsilon 1\n"
+            f"{_joint(199, [0.05, 0.1, 0.2], 1.0, 'auto')}"
+        ),
         "",
     ]
     return "\n".join(parts)

@@ -108,7 +108,7 @@ class TestFromLogits:
             lambda X: softmax(z[np.asarray(X)[:, 0].astype(int)], 1.7), epsilon=1.0, random_state=4
         ).conformalize(X[:1500], y[:1500])
         assert a.threshold_ == b.threshold_
-        np.testing.assert_array_equal(a.predict_set(X[1500:]), b.predict_set(X[1500:]))
+        np.testing.assert_array_equal(a.predict_set(X[1500:]).sets, b.predict_set(X[1500:]).sets)
 
     def test_torch_module_and_sklearn_decision_function(self):
         torch = pytest.importorskip("torch")
@@ -193,7 +193,7 @@ def test_torch_and_pandas_through_the_estimators():
         return net(torch.tensor(np.array(X), dtype=torch.float32))[:, 0]
 
     reg = dpuq.PrivateConformalRegressor(predict, epsilon=2.0, bound=2.0, random_state=0)
-    iv = reg.conformalize(pd.DataFrame(X[:400]), pd.Series(y[:400])).predict_interval(X[400:])
+    iv = reg.conformalize(pd.DataFrame(X[:400]), pd.Series(y[:400])).predict_interval(X[400:]).sets
     assert np.all(np.isfinite(iv)) and np.mean((iv[:, 0] <= y[400:]) & (y[400:] <= iv[:, 1])) > 0.8
     stumps = dpuq.DecisionStumps(np.linspace(-2, 2, 9), n_features=2)
     clf = dpuq.PrivateERMClassifier(stumps, epsilon=2.0, random_state=0)

@@ -288,7 +288,7 @@ def test_cli_python_cli_round_trip_keeps_every_released_value(tmp_path, scores, 
                  "--score", "lac", "--alpha", 0.1, "--epsilon", 2, "-o", c3) == 0  # fmt: skip
     clf = PrivateConformalClassifier.load_release(c3, model)
     clf.save_release(c4)
-    want = clf.predict_set(X[:50])
+    want = clf.predict_set(X[:50]).sets
     np.save(tmp_path / "pt.npy", model.predict_proba(X[:50]))
     assert _main("predict", "--calibration", c4, "--probs", tmp_path / "pt.npy",
                  "-o", tmp_path / "s.npy") == 0  # fmt: skip
@@ -306,7 +306,7 @@ def test_cli_python_cli_round_trip_keeps_every_released_value(tmp_path, scores, 
     np.save(tmp_path / "pred.npy", reg.predict(X[:30]))
     assert _main("predict", "--calibration", r1p, "--predictions", tmp_path / "pred.npy",
                  "-o", tmp_path / "iv.npy") == 0  # fmt: skip
-    np.testing.assert_array_equal(np.load(tmp_path / "iv.npy"), back.predict_interval(X[:30]))
+    np.testing.assert_array_equal(np.load(tmp_path / "iv.npy"), back.predict_interval(X[:30]).sets)
 
 
 class TestTamperedFiles:

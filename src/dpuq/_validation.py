@@ -176,6 +176,19 @@ def check_alpha(alpha, name: str = "alpha", upper: float = 0.5) -> float:
     return a
 
 
+def alpha_from_confidence(level: float) -> float:
+    """``1 - level`` read as decimals, so that 0.95 gives 0.05, not 0.050000000000000044.
+
+    Examples
+    --------
+    >>> alpha_from_confidence(0.95), 1 - 0.95
+    (0.05, 0.050000000000000044)
+    """
+    from fractions import Fraction
+
+    return float(1 - Fraction(repr(float(level))))
+
+
 def check_in_open_unit(value, name: str) -> float:
     """Return ``value`` as a float in the open interval (0, 1)."""
     v = _as_float(value, name)

@@ -314,13 +314,13 @@ def test_classifier_class_conditional_sets_use_each_label_threshold(digits_model
     assert clf.threshold_.shape == (10,)
     assert isinstance(clf.calibration_, dpuq.ClassConditionalCalibration)
     assert clf.privacy_report_.seeded and clf.privacy_report_.epsilon == 4.0
-    sets = clf.predict_set(X[1500:])
+    sets = clf.predict_set(X[1500:]).sets
     scores = dpuq.lac_scores(model.predict_proba(X[1500:]))
     np.testing.assert_array_equal(sets, scores <= clf.threshold_[None, :])
     import pickle
 
     again = pickle.loads(pickle.dumps(clf))
-    np.testing.assert_array_equal(again.predict_set(X[1500:]), sets)
+    np.testing.assert_array_equal(again.predict_set(X[1500:]).sets, sets)
     with pytest.raises(ValueError, match="thresholds must have shape"):
         dpuq.conformal.class_conditional.class_prediction_sets(scores, clf.threshold_[:3])
 
@@ -338,12 +338,12 @@ def test_regressor_groups_one_threshold_per_group():
         model, epsilon=2.0, bound=15.0, n_groups=2, random_state=0
     ).conformalize(x[1000:4000], y[1000:4000], groups=g[1000:4000])
     assert reg.threshold_.shape == (2,) and reg.threshold_[1] > reg.threshold_[0]
-    iv = reg.predict_interval(x[4000:], groups=g[4000:])
+    iv = reg.predict_interval(x[4000:], groups=g[4000:]).sets
     inside = (iv[:, 0] <= y[4000:]) & (y[4000:] <= iv[:, 1])
     for grp in (0, 1):
         assert inside[g[4000:] == grp].mean() >= 0.87
     marginal = dpuq.PrivateConformalRegressor(model, epsilon=2.0, bound=15.0, random_state=0)
-    miv = marginal.conformalize(x[1000:4000], y[1000:4000]).predict_interval(x[4000:])
+    miv = marginal.conformalize(x[1000:4000], y[1000:4000]).predict_interval(x[4000:]).sets
     m_inside = (miv[:, 0] <= y[4000:]) & (y[4000:] <= miv[:, 1])
     assert m_inside[g[4000:] == 1].mean() < 0.85  # marginal intervals miss the noisy group
     with pytest.raises(ValueError, match="groups="):

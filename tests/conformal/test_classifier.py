@@ -29,7 +29,7 @@ class TestWorkflow:
         _, _, Xc, yc, Xt = digits
         clf = dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=0)
         assert clf.conformalize(Xc, yc) is clf
-        sets = clf.predict_set(Xt)
+        sets = clf.predict_set(Xt).sets
         assert sets.shape == (len(Xt), 10) and sets.dtype == bool
         assert clf.threshold_ == clf.calibration_.threshold
         assert clf.privacy_report_.epsilon == 1.0
@@ -42,7 +42,7 @@ class TestWorkflow:
             LogisticRegression(max_iter=2000), epsilon=2.0, prefit=False, random_state=0
         )
         clf.fit(X, y).conformalize(Xc, yc)
-        assert clf.predict_set(Xt).any(axis=1).mean() > 0.5
+        assert clf.predict_set(Xt).sets.any(axis=1).mean() > 0.5
 
     def test_callable_estimator_and_string_labels(self, digits, model):
         _, _, Xc, yc, Xt = digits
@@ -59,7 +59,7 @@ class TestWorkflow:
             model, epsilon=1.0, conformity_score=score, random_state=1
         )
         clf.conformalize(Xc, yc)
-        size = clf.predict_set(Xt).sum(axis=1).mean()
+        size = clf.predict_set(Xt).sets.sum(axis=1).mean()
         assert clf.calibration_.informative and 0.5 <= size < 3  # informative, not full
 
     def test_randomised_aps(self, digits, model):
@@ -72,7 +72,7 @@ class TestWorkflow:
             random_state=1,
         )
         clf.conformalize(Xc, yc)
-        assert clf.predict_set(Xt).shape == (len(Xt), 10)
+        assert clf.predict_set(Xt).sets.shape == (len(Xt), 10)
 
 
 class TestStoredState:
@@ -93,7 +93,7 @@ class TestStoredState:
         clf = dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=0)
         clf.conformalize(Xc, yc)
         clone = pickle.loads(pickle.dumps(clf))
-        np.testing.assert_array_equal(clone.predict_set(Xt), clf.predict_set(Xt))
+        np.testing.assert_array_equal(clone.predict_set(Xt).sets, clf.predict_set(Xt).sets)
 
 
 class TestErrors:

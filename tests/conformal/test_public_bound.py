@@ -40,7 +40,7 @@ def test_a_held_out_bound_gives_informative_private_intervals(diabetes):
     model = Ridge(alpha=0.1).fit(X, y)
     b = float(dpuq.public_bound(Ridge(alpha=0.1), X, y, random_state=0))
     reg = dpuq.PrivateConformalRegressor(model, epsilon=5.0, bound=b, random_state=0)
-    iv = reg.conformalize(Xn[:150], yn[:150]).predict_interval(Xn[150:])
+    iv = reg.conformalize(Xn[:150], yn[:150]).predict_interval(Xn[150:]).sets
     assert np.all(np.isfinite(iv))
     assert np.mean((iv[:, 0] <= yn[150:]) & (yn[150:] <= iv[:, 1])) > 0.75
 
@@ -104,7 +104,7 @@ def test_plan_bound_on_the_command_line(diabetes, tmp_path, capsys):
     pred = cross_val_predict(Ridge(alpha=0.1), X, y, cv=5)
     np.savetxt(tmp_path / "p.csv", pred)
     np.savetxt(tmp_path / "y.csv", y)
-    args = ["plan", "--alpha", "0.1", "--bound", "--predictions", str(tmp_path / "p.csv")]
+    args = ["plan", "--alpha", "0.1", "--suggest-bound", "--predictions", str(tmp_path / "p.csv")]
     args += ["--targets", str(tmp_path / "y.csv")]
     expected = float(np.quantile(np.abs(y - pred), 0.99, method="higher"))
     with warnings.catch_warnings():
@@ -114,5 +114,5 @@ def test_plan_bound_on_the_command_line(diabetes, tmp_path, capsys):
     assert f"B = {expected:.6g}" in out and "held-out" in out
     with pytest.warns(UserWarning, match="in-sample"):
         assert main(args) == 0
-    assert main(args[:4]) == 2  # --bound without files: one line, exit 2
-    assert "--bound needs --predictions" in capsys.readouterr().err
+    assert main(args[:4]) == 2  # --suggest-bound without files: one line, exit 2
+    assert "--suggest-bound needs --predictions" in capsys.readouterr().err

@@ -116,7 +116,7 @@ class TestCoverage:
                 model, epsilon=eps, confidence_level=1 - ALPHA, conformity_score=score, bound=bound,
                 n_bins=m, random_state=int(rng.integers(2**32)),
             ).conformalize(x[k, :n_cal], y[k, :n_cal])  # fmt: skip
-            iv = reg.predict_interval(x[k, n_cal:])
+            iv = reg.predict_interval(x[k, n_cal:]).sets
             yt = y[k, n_cal:]
             covered[k] = np.mean((iv[:, 0] <= yt) & (yt <= iv[:, 1]))
             # exact law of this split's release -> its exact expected coverage
@@ -145,7 +145,7 @@ class TestCoverage:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", dpuq.UninformativeReleaseWarning)
                 reg.conformalize(x[:1000], y[:1000])
-            iv = reg.predict_interval(x[1000:])
+            iv = reg.predict_interval(x[1000:]).sets
             widths[bound] = float(np.mean(iv[:, 1] - iv[:, 0]))
             covs[bound] = float(np.mean((iv[:, 0] <= y[1000:]) & (y[1000:] <= iv[:, 1])))
         # B = 0.5 is below the 90% residual quantile (1.64): the release is the whole line
@@ -160,7 +160,7 @@ class TestEstimators:
         reg = dpuq.PrivateConformalRegressor(FixedLinear(), epsilon=1.0, bound=5.0, random_state=0)
         assert reg.conformalize(x[:600], y[:600]) is reg
         assert reg.predict(x[600:]).shape == (300,)
-        iv = reg.predict_interval(x[600:])
+        iv = reg.predict_interval(x[600:]).sets
         assert iv.shape == (300, 2) and np.all(iv[:, 0] <= iv[:, 1])
         np.testing.assert_allclose(iv.mean(axis=1), reg.predict(x[600:]))
         np.testing.assert_allclose(iv[:, 1] - iv[:, 0], 2 * reg.threshold_ * 5.0)
@@ -178,7 +178,7 @@ class TestEstimators:
             pair, epsilon=2.0, conformity_score="cqr", bound=3.0, prefit=False, random_state=0
         )
         reg.fit(x[:600], y[:600]).conformalize(x[600:1100], y[600:1100])
-        iv = reg.predict_interval(x[1100:])
+        iv = reg.predict_interval(x[1100:]).sets
         assert iv.shape == (300, 2)
         w = iv[:, 1] - iv[:, 0]
         assert np.corrcoef(np.abs(x[1100:, 0]), w)[0, 1] > 0.5  # wider where noise is larger
@@ -193,7 +193,9 @@ class TestEstimators:
             FixedBand(1.2).predict, epsilon=1.0, conformity_score="cqr", bound=3.0, random_state=4
         ).conformalize(x[:500], y[:500])
         assert a.threshold_ == b.threshold_
-        np.testing.assert_array_equal(a.predict_interval(x[500:]), b.predict_interval(x[500:]))
+        np.testing.assert_array_equal(
+            a.predict_interval(x[500:]).sets, b.predict_interval(x[500:]).sets
+        )
 
     def test_release_matches_the_functional_core(self, rng):
         x, y = linear_data(rng, 700)
@@ -209,7 +211,7 @@ class TestEstimators:
         with pytest.warns(dpuq.UninformativeReleaseWarning):
             reg.conformalize(x[:40], y[:40])
         assert reg.threshold_ == 1.0 and not reg.calibration_.informative
-        iv = reg.predict_interval(x[40:])
+        iv = reg.predict_interval(x[40:]).sets
         assert np.all(np.isinf(iv))
 
 
@@ -245,7 +247,9 @@ class TestPrivacy:
             assert not any(np.float64(v).tobytes() in blob for v in values)
         assert len(blob) - len(pickle.dumps(model)) < 4000
         clone = pickle.loads(blob)
-        np.testing.assert_array_equal(clone.predict_interval(x[:50]), reg.predict_interval(x[:50]))
+        np.testing.assert_array_equal(
+            clone.predict_interval(x[:50]).sets, reg.predict_interval(x[:50]).sets
+        )
 
 
 class TestErrors:

@@ -22,7 +22,7 @@ def test_top_k_in_the_classifier(digits_model):
     clf = dpuq.PrivateConformalClassifier(
         model, epsilon=1.0, conformity_score="top_k", random_state=0
     ).conformalize(X[600:1500], y[600:1500])
-    sets = clf.predict_set(X[1500:])
+    sets = clf.predict_set(X[1500:]).sets
     assert dpuq.classification_coverage_score(y[1500:], sets) >= 0.85
     assert len(np.unique(sets.sum(axis=1))) == 1  # one size for every x
 

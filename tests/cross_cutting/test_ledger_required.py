@@ -311,7 +311,7 @@ def test_regressor_warns_at_a_released_threshold_of_one_and_takes_a_public_bound
     with pytest.warns(UninformativeReleaseWarning, match="threshold is 1"):
         tiny.conformalize(XR, YR)
     assert tiny.threshold_ == 1.0
-    assert np.all(np.isinf(tiny.predict_interval(XR[:3])))
+    assert np.all(np.isinf(tiny.predict_interval(XR[:3]).sets))
 
 
 def test_experiments_run_under_a_required_ledger(monkeypatch):

@@ -37,7 +37,7 @@ def levels_arg(text: str) -> float | list[float]:
 
 def resolve_alpha(args) -> float | list[float]:
     """``--alpha``, or ``1 - --confidence-level`` (exactly one of them), checked."""
-    from dpuq._validation import check_alpha
+    from dpuq._validation import alpha_from_confidence, check_alpha
 
     alpha, level = getattr(args, "alpha", None), getattr(args, "confidence_level", None)
     if (alpha is None) == (level is None):
@@ -47,7 +47,11 @@ def resolve_alpha(args) -> float | list[float]:
         for v in levels:
             if not 0.5 <= v < 1.0:
                 raise ValueError(f"--confidence-level must be in [0.5, 1), got {v!r}")
-        alpha = [1.0 - v for v in levels] if isinstance(level, list) else 1.0 - level
+        alpha = (
+            [alpha_from_confidence(v) for v in levels]
+            if isinstance(level, list)
+            else alpha_from_confidence(level)
+        )
         name = "1 - --confidence-level"
     else:
         name = "--alpha"

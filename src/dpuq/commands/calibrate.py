@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
             pending, args, what, receipt, {**calibration_record(cal, **meta), "seeded": seeded}
         )
     if isinstance(alpha, list):
-        _print_levels(cal, args, out)
+        _print_levels(cal, args, out, meta)
         return 0
     if not cal.informative:
         state = "NOT informative: full sets / the whole line"
@@ -226,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
             else f"target rank {cal.level * cal.n:.2f} of {cal.n}, bins m = {cal.n_bins}, "
             f"certified coverage {cal.certified_coverage:.4f} (method certified)\n"
         )
+        + _in_units(cal.threshold, meta)
         + (f"{SEEDED_LINE}\n" if args.seed is not None else "")
         + f"wrote {out}",
         file=sys.stdout,
@@ -233,7 +234,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_levels(cal, args, out) -> None:
+def _in_units(threshold: float, meta: dict) -> str:
+    """Regression: the threshold in the outcome's units (``threshold * B``), as a line."""
+    if meta["task"] != "regression":
+        return ""
+    if threshold >= 1.0:
+        return "in outcome units: no bound (threshold 1: the whole line)\n"
+    bound = meta["score"]["bound"]
+    width = threshold * bound
+    what = (
+        f"intervals prediction +/- {width:.6g}"
+        if meta["score"]["name"] == "absolute"
+        else f"quantile band widened by {width:.6g} on each side"
+    )
+    return f"in outcome units: threshold x B = {threshold:.6g} x {bound:g} = {width:.6g}: {what}\n"
+
+
+def _print_levels(cal, args, out, meta) -> None:
     """The summary of a joint release of several levels (released values only)."""
     lines = [
         f"released {len(cal.alpha)} thresholds jointly from n = {cal.n} calibration scores at "
@@ -243,6 +260,8 @@ def _print_levels(cal, args, out) -> None:
                            strict=True):  # fmt: skip
         state = "informative" if ok else "NOT informative: full sets / the whole line"
         lines.append(f"  alpha = {a:g}: threshold {t:.6g} ({state}), certified coverage {c:.4f}")
+        if meta["task"] == "regression":
+            lines.append("    " + _in_units(t, meta).strip())
     if args.seed is not None:
         lines.append(SEEDED_LINE)
     lines.append(f"wrote {out}")

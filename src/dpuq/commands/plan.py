@@ -10,10 +10,14 @@ from fractions import Fraction
 import numpy as np
 
 from dpuq.commands._args import add_command, bins_arg, float_arg
+from dpuq.commands._outputs import levels_arg, resolve_alpha
 
 AUTO_NOTE = "  (auto: data-independent, no privacy cost)"
 DEFAULT_N_GRID = (100, 200, 500, 1000, 2000, 5000, 10000)
 DEFAULT_EPSILON_GRID = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+#: ``--bound`` given without a value (it was a flag before ``--suggest-bound``).
+_NO_VALUE = float("nan")
 
 HELP = "what a private calibration will give at n, alpha, epsilon (no data needed)"
 
@@ -40,7 +44,11 @@ examples:
   dpuq plan --n 1000 --alpha 0.1 --epsilon 1 --method paper
   dpuq plan --alpha 0.1 --table
   dpuq plan --alpha 0.05 --table --n 500 1000 5000 --epsilon 0.5 1 2
-  dpuq plan --alpha 0.1 --bound --predictions cv_pred.csv --targets y_train.csv --held-out
+  dpuq plan --n 199 --alpha 0.05,0.1,0.2 --epsilon 1
+  dpuq plan --n 159 --alpha 0.1 --epsilon 1 --suggest-bound --predictions cv_pred.csv \
+      --targets y_train.csv --held-out
+  dpuq plan --n 159 --alpha 0.1 --epsilon 1 --bound 125 --predictions cv_pred.csv \
+      --targets y_train.csv --held-out
 """
 
 
@@ -51,9 +59,16 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--alpha",
-        type=float_arg,
-        required=True,
-        help="miscoverage level in (0, 0.5]: sets cover with probability >= 1 - alpha",
+        type=levels_arg,
+        help="miscoverage level in (0, 0.5]: sets cover with probability >= 1 - alpha; a "
+        "comma-separated list (e.g. 0.05,0.1,0.2) plans the joint release of `dpuq calibrate "
+        "--alpha` with several levels: per level, the n and epsilon that serve it",
+    )
+    p.add_argument(
+        "--confidence-level",
+        type=levels_arg,
+        metavar="LEVEL",
+        help="instead of --alpha: the coverage 1 - alpha (e.g. 0.9, or 0.8,0.9,0.95)",
     )
     p.add_argument(
         "--epsilon", type=float_arg, nargs="+", metavar="E", help="privacy parameter(s) > 0"
@@ -79,12 +94,24 @@ def register(subparsers) -> None:
         f"{' '.join(f'{e:g}' for e in DEFAULT_EPSILON_GRID)})",
     )
     bound = p.add_argument_group(
-        "regression bound (--bound): suggest the public bound B from TRAINING residuals"
+        "regression bound: suggest (--suggest-bound) or check (--bound B) the public bound B "
+        "from TRAINING residuals"
+    )
+    bound.add_argument(
+        "--suggest-bound",
+        action="store_true",
+        help="suggest B as a quantile of training residuals (never the calibration data); with "
+        "--n and --epsilon, the quantile that keeps whole-line releases at most 1%% likely",
     )
     bound.add_argument(
         "--bound",
-        action="store_true",
-        help="suggest B as a quantile of training residuals (never the calibration data)",
+        type=float_arg,
+        nargs="?",
+        const=_NO_VALUE,
+        metavar="B",
+        help="check a public bound B > 0 (as `dpuq calibrate --bound B`): the share of the "
+        "training residuals it covers and, with --n and --epsilon, the planned whole-line "
+        "probability",
     )
     bound.add_argument(
         "--predictions",
@@ -94,7 +121,9 @@ def register(subparsers) -> None:
     )
     bound.add_argument("--targets", metavar="FILE", help="their true outcomes, (n,)")
     bound.add_argument(
-        "--quantile", type=float_arg, default=0.99, help="residual quantile (default 0.99)"
+        "--quantile",
+        type=float_arg,
+        help="residual quantile (default: aimed from --n and --epsilon, else 0.99)",
     )
     bound.add_argument(
         "--held-out",
@@ -105,29 +134,38 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _suggest_bound(args) -> str:
-    """``dpuq plan --bound``: B from a file of training predictions (see dpuq.public_bound)."""
-    import warnings
-
-    from dpuq.conformal.bound import public_bound
+def _residual_files(args, flag: str):
+    """Predictions and targets of the training people, checked."""
     from dpuq.io import read_matrix, read_vector
 
     if args.predictions is None or args.targets is None:
-        raise ValueError("--bound needs --predictions FILE and --targets FILE")
+        raise ValueError(f"{flag} needs --predictions FILE and --targets FILE")
     pred = read_matrix(args.predictions, "--predictions")
     y = read_vector(args.targets, "--targets")
     if pred.shape[1] not in (1, 2):
         raise ValueError(f"--predictions must have 1 or 2 columns, got {pred.shape[1]}")
-    score = "absolute" if pred.shape[1] == 1 else "cqr"
-    b = public_bound(
-        lambda X: pred if score == "cqr" else pred[:, 0],
-        np.zeros((y.size, 1)),
-        y,
-        score=score,
-        quantile=args.quantile,
-        cv=None,
-        held_out=True,
-    )
+    return pred, y, ("absolute" if pred.shape[1] == 1 else "cqr")
+
+
+def _aim_settings(args, alpha) -> dict:
+    """``--n`` and ``--epsilon`` as public_bound's intended calibration (both or neither)."""
+    from dpuq._validation import check_epsilon, check_positive_int
+
+    ns, eps = args.n or [], args.epsilon or []
+    if not ns and not eps:
+        return {}
+    if len(ns) != 1 or len(eps) != 1:
+        raise ValueError("give one --n and one --epsilon (the intended calibration), or neither")
+    return {
+        "n_calibration": check_positive_int(ns[0], "--n"),
+        "calibration_epsilon": check_epsilon(eps[0], "--epsilon"),
+        "confidence_level": 1 - alpha,
+    }
+
+
+def _warn_in_sample(args) -> None:
+    import warnings
+
     if not args.held_out:
         warnings.warn(
             "--predictions are taken as in-sample (the model saw these people): their "
@@ -136,13 +174,62 @@ def _suggest_bound(args) -> str:
             UserWarning,
             stacklevel=1,
         )
+
+
+def _suggest_bound(args, alpha: float) -> str:
+    """``dpuq plan --suggest-bound``: B from a file of training predictions (dpuq.public_bound)."""
+    from dpuq.conformal.bound import public_bound
+
+    pred, y, score = _residual_files(args, "--suggest-bound")
+    aim = _aim_settings(args, alpha)
+    b = public_bound(
+        lambda X: pred if score == "cqr" else pred[:, 0],
+        np.zeros((y.size, 1)),
+        y,
+        score=score,
+        quantile=args.quantile,
+        cv=None,
+        held_out=True,
+        **aim,
+    )
+    _warn_in_sample(args)
     kind = "held-out" if args.held_out else "IN-SAMPLE"
     return (
-        f"suggested public bound B = {b.bound:.6g} ({score} score): the {b.quantile:g} quantile "
-        f"of {b.n} {kind} training residuals\n"
+        f"suggested public bound B = {b.bound:.6g} ({score} score): from {b.n} {kind} "
+        f"training residuals; {b.aim}\n"
         "B is a non-private function of the training people: fine if they are not protected; "
         "otherwise use domain knowledge or dpuq.public_bound(..., epsilon=...)"
     )
+
+
+def _check_bound(args, alpha: float) -> str:
+    """``dpuq plan --bound B``: what a given B covers, and its whole-line risk at n and ε."""
+    from dpuq.conformal.bound import below_law_of, residuals_of
+    from dpuq.conformal.regression_scores import check_bound
+    from dpuq.planning.bound import whole_line_probability
+
+    if math.isnan(args.bound):
+        raise ValueError(
+            "--bound takes a value B (as in `dpuq calibrate --bound B`); to suggest one, use "
+            "--suggest-bound"
+        )
+    bound = check_bound(args.bound, "--bound")
+    pred, y, score = _residual_files(args, "--bound B")
+    res = residuals_of(pred if score == "cqr" else pred[:, 0], y, score)
+    covered = float(np.mean(res <= bound))
+    text = f"B = {bound:g} ({score} score) covers {covered:.4g} of {y.size} training residuals"
+    aim = _aim_settings(args, alpha)
+    if aim:
+        q = min(max(covered, 1e-6), 1 - 1e-9)
+        p = whole_line_probability(
+            aim["n_calibration"], alpha, aim["calibration_epsilon"], q, below_law=below_law_of(res)
+        )
+        text += (
+            f"; planned probability of whole-line intervals at n = {aim['n_calibration']}, "
+            f"epsilon = {aim['calibration_epsilon']:g}, alpha = {alpha:g}: {p:.3g}"
+        )
+    _warn_in_sample(args)
+    return text
 
 
 def _plan(n: int, alpha: float, epsilon: float, bins, method: str):
@@ -243,19 +330,62 @@ def _table(ns, epsilons, alpha: float, bins, method: str) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+def _joint(n: int, alphas: list, epsilon: float, bins) -> str:
+    """Several levels: what the joint release serves, and the n and ε that serve each."""
+    from dpuq.planning import plan
 
-    alpha = check_alpha(args.alpha, "--alpha")
-    if getattr(args, "bound", False):
-        print(_suggest_bound(args), file=sys.stdout)
+    pl = plan(n, alphas, epsilon, bins)
+    lines = [
+        f"plan: joint release of {len(alphas)} levels, n = {n} calibration points, "
+        f"epsilon = {epsilon:g} in total, method certified",
+        f"  bins m*  {pl.n_bins}" + (AUTO_NOTE * (bins == "auto")),
+    ]
+    for i, a in enumerate(alphas):
+        alone = f"n >= {pl.min_n_alone[i]}" if pl.min_n_alone[i] > 0 else "no n"
+        need_eps = (
+            f"epsilon >= {pl.min_epsilon[i]:g} at n = {n}"
+            if math.isfinite(pl.min_epsilon[i])
+            else f"no epsilon at n = {n}"
+        )
+        head = f"  alpha = {a:g} (coverage >= {1 - a:.12g}): "
+        if pl.served[i]:
+            state = (
+                f"served, target rank {pl.level[i] * n:.2f} of {n}, certified coverage "
+                f"{pl.certified_coverage[i]:.4f}"
+            )
+        else:
+            state = "SET ASIDE: threshold 1, full sets / the whole line"
+        lines.append(head + state)
+        lines.append(
+            f"      served jointly from n >= {pl.min_n[i]} at epsilon = {epsilon:g}, or "
+            f"{need_eps}; released alone from {alone}"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpuq._validation import check_epsilon, check_positive_int
+
+    alpha = resolve_alpha(args)
+    wants_bound = args.suggest_bound or args.bound is not None
+    if wants_bound and isinstance(alpha, list):
+        raise ValueError("--suggest-bound and --bound take one --alpha, not a list")
+    if args.suggest_bound and args.bound is not None:
+        raise ValueError("give --suggest-bound or --bound B, not both")
+    if args.suggest_bound:
+        print(_suggest_bound(args, alpha), file=sys.stdout)
+        return 0
+    if args.bound is not None:
+        print(_check_bound(args, alpha), file=sys.stdout)
         return 0
     if args.predictions is not None or args.targets is not None:
-        raise ValueError("--predictions and --targets apply to --bound only")
+        raise ValueError("--predictions and --targets apply to --suggest-bound and --bound only")
     if args.bins != "auto":
         check_positive_int(args.bins, "--bins", minimum=2)
     ns = [check_positive_int(n, "--n") for n in (args.n or [])]
     epsilons = [check_epsilon(e, "--epsilon") for e in (args.epsilon or [])]
+    if isinstance(alpha, list) and (args.table or args.method != "certified"):
+        raise ValueError("several --alpha levels need --method certified and no --table")
     if args.table:
         text = _table(
             ns or list(DEFAULT_N_GRID),
@@ -269,6 +399,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(
                 "give one --n and one --epsilon (or --table for a grid of several values)"
             )
-        text = _single(ns[0], alpha, epsilons[0], args.bins, args.method)
+        if isinstance(alpha, list):
+            text = _joint(ns[0], alpha, epsilons[0], args.bins)
+        else:
+            text = _single(ns[0], alpha, epsilons[0], args.bins, args.method)
     print(text, file=sys.stdout)
     return 0

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import MetaEstimatorMixin
 
 from dpuq._estimator import NotFittedError, PrivateEstimator, RepeatedReleaseWarning
-from dpuq._validation import check_alpha, check_n_bins
+from dpuq._validation import alpha_from_confidence, check_alpha, check_n_bins
 
 
 def _deprecated_score_alias(conformity_score, default: str, kwargs: dict):
@@ -89,7 +89,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             raise TypeError(f"confidence_level must be a number or a sequence, got {cl!r}")
         if not 0.5 <= float(cl) < 1.0:
             raise ValueError(f"confidence_level must be in [0.5, 1), got {cl!r}")
-        return check_alpha(1.0 - float(cl), "1 - confidence_level")
+        return check_alpha(alpha_from_confidence(cl), "1 - confidence_level")
 
     def _multi_level(self) -> bool:
         """True when the release holds several levels (outputs get a last axis of size L)."""
@@ -97,12 +97,15 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
 
         return isinstance(getattr(self, "calibration_", None), MultiLevelCalibration)
 
-    def score(self, X, y, sample_weight=None) -> float:
+    def score(self, X, y, sample_weight=None) -> float | np.ndarray:
         """Empirical coverage of the prediction sets or intervals on ``(X, y)``.
 
         The share of rows whose label is in its set (classifier) or whose outcome is in its
-        interval (regressor), weighted by ``sample_weight``; with several confidence levels,
-        the mean over levels. Before ``conformalize`` there are no sets: the wrapped model's
+        interval (regressor), weighted by ``sample_weight``. One confidence level: a float
+        (scikit-learn's scorer convention). Several levels: an array with one coverage per
+        level, in the order given, as MAPIE's coverage metrics return; scikit-learn's model
+        selection needs one number, so use one level there (or a scorer that picks one).
+        Before ``conformalize`` there are no sets: the wrapped model's
         own ``score(X, y)`` is returned (accuracy, R²), so scikit-learn's model selection
         works on ``fit`` alone. Not private: evaluate on data whose privacy is not at stake
         (test data), never on the calibration set.
@@ -117,7 +120,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             return float(model.score(X, y, sample_weight=sample_weight))
         covered = self._covered(X, y)  # (n,) or (n, L)
         if covered.ndim == 2:
-            covered = covered.mean(axis=1)
+            return np.average(covered, axis=0, weights=sample_weight)
         return float(np.average(covered, weights=sample_weight))
 
     def _rng(self) -> np.random.Generator:

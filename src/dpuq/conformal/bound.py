@@ -25,7 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._validation import as_array, check_array_1d, check_epsilon, check_in_open_unit
+from dpuq._validation import (
+    alpha_from_confidence,
+    as_array,
+    check_array_1d,
+    check_epsilon,
+    check_in_open_unit,
+)
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.report import PrivacyReport, Relation
 
@@ -53,6 +59,12 @@ class PublicBound:
     privacy_report : PrivacyReport or None
         The ε-DP release of ``B`` (``epsilon=``), or None: then ``B`` is a non-private function
         of the training data.
+    aim : str
+        What residual coverage ``B`` aims for and why (in words).
+    whole_line_probability : float or None
+        With ``n_calibration`` and ``calibration_epsilon``: the planned probability that the
+        calibration at those settings gives whole-line intervals with this ``B``, if the
+        calibration residuals behave as the held-out training ones.
     """
 
     bound: float
@@ -60,6 +72,8 @@ class PublicBound:
     n: int
     held_out: bool
     privacy_report: PrivacyReport | None = None
+    aim: str = ""
+    whole_line_probability: float | None = None
 
     def __float__(self) -> float:
         return self.bound
@@ -101,7 +115,7 @@ def _held_out_predictions(estimator, X, y, cv: int, random_state) -> np.ndarray:
     return out
 
 
-def _residuals(pred: np.ndarray, y: np.ndarray, score: str) -> np.ndarray:
+def residuals_of(pred: np.ndarray, y: np.ndarray, score: str) -> np.ndarray:
     if score == "absolute":
         if pred.ndim == 2:
             pred = pred[:, 0]
@@ -116,7 +130,11 @@ def public_bound(
     y,
     *,
     score: str = "absolute",
-    quantile: float = 0.99,
+    quantile: float | None = None,
+    n_calibration: int | None = None,
+    calibration_epsilon: float | None = None,
+    confidence_level: float = 0.9,
+    whole_line_risk: float = 0.01,
     cv: int | None = 5,
     held_out: bool = False,
     epsilon: float | None = None,
@@ -135,9 +153,15 @@ def public_bound(
 
     Trade-off: the calibration needs ``B`` above the inflated ``1 - α`` quantile of the
     calibration residuals (else the threshold is 1 and the intervals the whole line), so
-    ``quantile`` should sit well above ``1 - α`` (0.99 by default); a larger ``B`` only
-    coarsens the grid of interval widths (steps of ``B / n_bins`` of the calibration) and
-    costs nothing in coverage.
+    ``quantile`` should sit well above ``1 - α``. A tighter ``B`` gives narrower intervals
+    (finer steps of ``B / n_bins``) but more whole-line releases; a larger one costs nothing in
+    coverage. How far above depends on the calibration's n and ε: give them
+    (``n_calibration``, ``calibration_epsilon``, ``confidence_level``) and ``B`` aims at the
+    smallest residual coverage ``q`` whose planned whole-line probability at those settings is
+    at most ``whole_line_risk`` (:func:`dpuq.planning.bound.aimed_residual_coverage`, with
+    the held-out residuals as the law below ``B``), and takes the order statistic of the
+    training residuals that covers ``q`` with 95% confidence (the training quantile is itself
+    noisy). Without them, ``q = 0.99``. ``result.aim`` says which, and why.
 
     Parameters
     ----------
@@ -145,8 +169,15 @@ def public_bound(
         The model as it will be used (unfitted is fine with ``cv``: clones are fitted).
     X, y : training data (not the calibration data)
     score : {"absolute", "cqr"}
-    quantile : float, default 0.99
-        Residual quantile in (0, 1).
+    quantile : float, optional
+        Residual quantile in (0, 1); overrides the aim (default: aimed from the settings
+        below, or 0.99 without them).
+    n_calibration, calibration_epsilon : int and float, optional
+        The intended calibration size and ε (public; give both or neither).
+    confidence_level : float, default 0.9
+        The intended coverage of the intervals.
+    whole_line_risk : float, default 0.01
+        The planned probability of whole-line intervals that ``B`` aims to stay under.
     cv : int or None, default 5
         Folds of cross-validation. ``None`` uses ``estimator`` as fitted: the residuals are
         then in-sample unless ``(X, y)`` were held out from its training (say so with
@@ -184,10 +215,15 @@ def public_bound(
     >>> b = public_bound(Ridge(alpha=0.1), X[:300], y[:300], random_state=0)
     >>> 100 < float(b) < 300 and b.held_out
     True
+    >>> b = public_bound(Ridge(alpha=0.1), X[:280], y[:280], n_calibration=159,
+    ...                  calibration_epsilon=1.0, random_state=0)
+    >>> bool(b.quantile > 0.99 and b.whole_line_probability < 0.01)
+    True
     """
     if score not in ("absolute", "cqr"):
         raise ValueError(f"score must be 'absolute' or 'cqr', got {score!r}")
-    q = check_in_open_unit(quantile, "quantile")
+    settings = _check_aim(n_calibration, calibration_epsilon, confidence_level, whole_line_risk)
+    q = 0.99 if quantile is None else check_in_open_unit(quantile, "quantile")
     target = check_array_1d(y, "y")
     if epsilon is not None and cv is not None:
         raise ValueError(
@@ -226,9 +262,15 @@ def public_bound(
         raise ValueError(f"X gave {pred.shape[0]} predictions but y has {target.size}")
     if score == "cqr" and (pred.ndim != 2 or pred.shape[1] != 2):
         raise ValueError("score='cqr' needs a (lower, upper) pair or (n, 2) predictions")
-    res = _residuals(pred, target, score)
+    res = residuals_of(pred, target, score)
+    if settings is not None and quantile is None:
+        q = _aimed_quantile(res, *settings)
     if epsilon is None:
-        bound = float(np.quantile(res, q, method="higher"))
+        bound = (
+            _covering_order_statistic(res, q)
+            if settings
+            else float(np.quantile(res, q, method="higher"))
+        )
         report = None
     else:
         bound, report = _private_bound(
@@ -239,7 +281,94 @@ def public_bound(
             "the residual quantile is 0 (a perfect fit on these data): choose B from domain "
             "knowledge"
         )
-    return PublicBound(bound, q, int(target.size), is_held_out, report)
+    aim, p_whole = _explain(res, bound, q, quantile, settings)
+    return PublicBound(bound, q, int(target.size), is_held_out, report, aim, p_whole)
+
+
+def _check_aim(n, eps, confidence_level, risk):
+    """The intended calibration settings, or None; both n and ε, or neither."""
+    from dpuq._validation import check_positive_int
+
+    if (n is None) != (eps is None):
+        raise ValueError("give both n_calibration and calibration_epsilon, or neither")
+    if n is None:
+        return None
+    level = check_in_open_unit(confidence_level, "confidence_level")
+    if level < 0.5:
+        raise ValueError(f"confidence_level must be in [0.5, 1), got {confidence_level!r}")
+    return (
+        check_positive_int(n, "n_calibration"),
+        check_epsilon(eps, "calibration_epsilon"),
+        alpha_from_confidence(level),
+        check_in_open_unit(risk, "whole_line_risk"),
+    )
+
+
+def below_law_of(res: np.ndarray):
+    """``q -> CDF of |r|/B given |r| < B`` from the held-out residuals (B their q quantile)."""
+    ordered = np.sort(res)
+
+    def law(q: float):
+        b = float(np.quantile(ordered, q, method="higher"))
+        below = ordered[ordered < b]
+        if below.size == 0 or b <= 0:
+            return lambda t: np.ones_like(t)
+        return lambda t: np.searchsorted(below, t * b, side="right") / below.size
+
+    return law
+
+
+def _aimed_quantile(res: np.ndarray, n: int, eps: float, alpha: float, risk: float) -> float:
+    from dpuq.planning.bound import aimed_residual_coverage
+
+    q = aimed_residual_coverage(n, alpha, eps, risk, below_law=below_law_of(res))
+    if not math.isfinite(q):
+        raise ValueError(
+            f"no bound B makes the calibration informative at n_calibration={n}, "
+            f"calibration_epsilon={eps:g}, confidence_level={1 - alpha:.12g}: plan n and epsilon "
+            "first (dpuq.planning.min_calibration_size)"
+        )
+    return q
+
+
+def _covering_order_statistic(res: np.ndarray, q: float) -> float:
+    """The smallest order statistic that is at least the ``q`` quantile of the residual law
+    with 95% confidence: the k-th, ``k = ppf(0.95; Binomial(N, q)) + 1`` (the largest if N
+    is too small for that)."""
+    from scipy.stats import binom
+
+    ordered = np.sort(res)
+    k = int(binom.ppf(0.95, ordered.size, q)) + 1
+    return float(ordered[min(k, ordered.size) - 1])
+
+
+def _explain(res, bound, q, quantile, settings) -> tuple[str, float | None]:
+    if settings is None:
+        why = "given" if quantile is not None else "the default without n_calibration"
+        return f"the {q:g} quantile of the residuals ({why})", None
+    from dpuq.planning.bound import whole_line_probability
+
+    n, eps, alpha, risk = settings
+    covered = float(np.mean(res <= bound))
+    p = whole_line_probability(n, alpha, eps, min(max(covered, 1e-6), 1 - 1e-9),
+                               below_law=below_law_of(res))  # fmt: skip
+    if quantile is not None:
+        why = "given"
+    elif p <= risk:
+        why = f"the smallest coverage whose whole-line probability is <= {risk:g}"
+    else:
+        why = (
+            f"no quantile of these {res.size} residuals keeps the whole-line probability "
+            f"<= {risk:g}: a larger B from domain knowledge, or more calibration people, would"
+        )
+    return (
+        f"B covers {100 * covered:.1f} % of the {res.size} held-out residuals, aiming at {q:g} "
+        f"({why}) "
+        f"for a calibration of n={n} at epsilon={eps:g}, confidence_level={1 - alpha:.12g}: "
+        f"planned whole-line probability {p:.3g} if the calibration residuals behave as these; "
+        "a smaller B gives narrower intervals but more whole-line releases",
+        p,
+    )
 
 
 def _private_bound(res, q, epsilon, upper, n_bins, random_state, ledger=None, dataset=None):

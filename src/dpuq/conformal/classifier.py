@@ -13,6 +13,7 @@ from dpuq.conformal._base import (
     _PrivateConformalBase,
 )
 from dpuq.conformal.class_conditional import class_prediction_sets
+from dpuq.conformal.outputs import ConformalPrediction
 from dpuq.conformal.scores import score_function
 from dpuq.conformal.sets import prediction_sets
 from dpuq.mechanisms.randomness import RandomState
@@ -42,7 +43,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     confidence_level : float or sequence of float, default 0.9
         Target coverage ``1 - alpha``; ``alpha`` must be in (0, 0.5]. A sequence releases one
         threshold per level jointly for the same total ε (``dpuq.calibrate(alpha=[...])``),
-        and ``predict_set`` returns (n, n_classes, L), as MAPIE does.
+        and ``predict_set``'s sets have shape (n, n_classes, L), as MAPIE's do.
     conformity_score : {"lac", "aps", "raps"}, default "lac"
         The conformity score (MAPIE's name for it). ``score=`` is a deprecated alias, kept
         for one release (it warns).
@@ -84,9 +85,9 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     >>> model = LogisticRegression(max_iter=2000).fit(X[:800], y[:800])
     >>> clf = PrivateConformalClassifier(model, epsilon=1.0, random_state=0)
     >>> clf = clf.conformalize(X[800:1600], y[800:1600])
-    >>> sets = clf.predict_set(X[1600:])
-    >>> sets.shape
-    (197, 10)
+    >>> y_pred, sets = clf.predict_set(X[1600:])  # as in MAPIE 1.x
+    >>> y_pred.shape, sets.shape
+    ((197,), (197, 10))
     """
 
     _predict_verb = "predict_set"
@@ -139,7 +140,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         >>> rng = np.random.default_rng(0)
         >>> X = rng.normal(size=(2000, 1))
         >>> y = (rng.random(2000) < 1 / (1 + np.exp(2 * X[:, 0]))).astype(int)
-        >>> clf.conformalize(X, y).predict_set(X[:2]).shape
+        >>> clf.conformalize(X, y).predict_set(X[:2]).sets.shape
         (2, 2)
         """
         from dpuq.conformal.logits import LogitsModel
@@ -309,18 +310,29 @@ class PrivateConformalClassifier(_PrivateConformalBase):
 
     def predict(self, X) -> np.ndarray:
         """Point predictions: the most probable class."""
+        return self._labels(self._proba(X))
+
+    def predict_set(self, X) -> ConformalPrediction:
+        """Point predictions and boolean prediction sets, ``(y_pred, sets)`` as in MAPIE 1.x.
+
+        ``y_pred``: the most probable class, shape (n,). ``sets``: shape (n, n_classes),
+        columns in ``classes_`` order; with several confidence levels (n, n_classes, L),
+        levels in the order given. Write ``y_pred, sets = clf.predict_set(X)``. Using the
+        result as the sets array (the output before MAPIE's pair) still works for one
+        release, with a ``FutureWarning`` (:mod:`dpuq.conformal.outputs`).
+        """
+        self._check_conformalized()
         probs = self._proba(X)
+        return ConformalPrediction(self._labels(probs), self._sets(probs))
+
+    def _labels(self, probs: np.ndarray) -> np.ndarray:
         if not hasattr(self, "classes_"):
             self._set_classes(n_columns=probs.shape[1])
         return self.classes_[np.argmax(probs, axis=1)]
 
-    def predict_set(self, X) -> np.ndarray:
-        """Boolean prediction sets of shape (n, n_classes), columns in ``classes_`` order.
-
-        With several confidence levels: shape (n, n_classes, L), levels in the order given.
-        """
-        self._check_conformalized()
-        matrix = self._score_matrix(self._proba(X))
+    def _sets(self, probs: np.ndarray) -> np.ndarray:
+        """The boolean sets from class probabilities (no point predictions)."""
+        matrix = self._score_matrix(probs)
         if self._multi_level():
             return np.stack([prediction_sets(matrix, t) for t in self.threshold_], axis=-1)
         if np.ndim(self.threshold_):  # class-conditional: column y against threshold_[y]
@@ -329,7 +341,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
 
     def _covered(self, X, y) -> np.ndarray:
         """Whether each row's label is in its set: (n,) or (n, L)."""
-        sets = self.predict_set(X)
+        self._check_conformalized()
+        sets = self._sets(self._proba(X))
         labels = self._label_index(y)
         if labels.size != sets.shape[0]:
             raise ValueError(f"X has {sets.shape[0]} rows but y has {labels.size}")

@@ -3,7 +3,12 @@
 Privacy: ε-DP (δ = 0) in total, replace-one with ``n`` public: one draw of the joint
 exponential mechanism over ordered tuples of bins (:mod:`dpuq.mechanisms.joint_quantiles`,
 sensitivity 1), at target ranks that depend only on ``(n, alphas, ε, m)``. Levels that no rank
-can certify get the constant threshold 1.0 (full sets) and take no part in the draw.
+can certify get the constant threshold 1.0 (full sets) and take no part in the draw: they are
+*set aside* (:attr:`MultiLevelCalibration.set_aside`, and a warning that says so and what n or
+ε would serve them). Which levels are set aside is a function of the public ``(n, alphas, ε,
+m)`` only (:func:`dpuq.planning.joint.joint_plan`), never of the data, so giving the whole ε
+to the served levels' one draw is still ε-DP: the set-aside thresholds are constants (cost 0)
+and the served ones are one ε-DP draw whose settings are fixed before the data are read.
 
 Coverage: level l's threshold covers with probability at least ``cert(ρ_l)`` computed with
 ``M_l + 1`` bins (:func:`dpuq.mechanisms.joint_quantiles.joint_union_sizes`), at least
@@ -18,21 +23,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpuq._validation import check_alpha, check_epsilon, check_n_bins
 from dpuq.ledger import charge
-from dpuq.mechanisms.joint_quantiles import (
-    _MAX_TUPLES,
-    joint_quantiles,
-    joint_union_sizes,
-    n_ordered_tuples,
-)
+from dpuq.mechanisms.joint_quantiles import joint_quantiles
 from dpuq.mechanisms.quantile import bin_edges
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.planning.bins import auto_n_bins
-from dpuq.planning.levels import _cert, _certified_rho, _level_from_rho
+from dpuq.planning.joint import check_alphas, format_levels, joint_plan
 from dpuq.report import PrivacyReport, Relation
 
-__all__ = ["MultiLevelCalibration", "calibrate_levels", "check_alphas", "joint_plan"]
+__all__ = [
+    "MultiLevelCalibration",
+    "calibrate_levels",
+    "check_alphas",
+    "joint_plan",
+    "set_aside_message",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +76,11 @@ class MultiLevelCalibration:
     gamma: None = None
 
     @property
+    def set_aside(self) -> tuple:
+        """The alphas the joint release set aside (full sets, decided from public values)."""
+        return tuple(a for a, ok in zip(self.alpha, self.informative, strict=True) if not ok)
+
+    @property
     def confidence_level(self) -> np.ndarray:
         """``1 - alpha`` per level."""
         return 1.0 - np.asarray(self.alpha)
@@ -84,6 +93,7 @@ class MultiLevelCalibration:
             "level": [float(v) for v in self.level],
             "certified_coverage": [float(c) for c in self.certified_coverage],
             "informative": [bool(i) for i in self.informative],
+            "set_aside": list(self.set_aside),
             "n_bins": self.n_bins,
             "epsilon": self.epsilon,
             "n": self.n,
@@ -92,79 +102,36 @@ class MultiLevelCalibration:
         }
 
 
-def check_alphas(alpha) -> tuple[float, ...]:
-    """A non-empty sequence of distinct miscoverage levels, each in (0, 0.5]."""
-    if isinstance(alpha, str) or not hasattr(alpha, "__len__"):
-        raise TypeError(f"alpha must be a number or a sequence of numbers, got {alpha!r}")
-    values = tuple(check_alpha(a, "alpha") for a in alpha)
-    if not values:
-        raise ValueError("alpha must hold at least one level")
-    if len(set(values)) != len(values):
-        raise ValueError(f"alpha must not repeat a level, got {list(values)}")
-    return values
-
-
-def joint_plan(n: int, alphas, epsilon: float, n_bins: int | str = "auto"):
-    """Data-free plan of the joint release: bins, target ranks and certificates per level.
-
-    Levels are sorted by decreasing alpha (increasing rank). A level whose certificate cannot
-    reach ``1 - alpha`` even at rank n (with every level in the draw) is left out (full sets),
-    and the rest are planned again with fewer levels (smaller union sizes, so they stay
-    certified).
-
-    Returns
-    -------
-    m : int
-    level : ndarray (L,)
-        ``ρ_l/n`` aligned with ``alphas`` (``inf`` when left out).
-    cover : ndarray (L,)
-        Certified coverage (1 when left out).
-
-    Examples
-    --------
-    >>> m, level, cover = joint_plan(1000, [0.05, 0.1, 0.2], 1.0)
-    >>> m, bool(np.all(cover >= [0.95, 0.9, 0.8]))
-    (79, True)
+def set_aside_message(n: int, alphas, left_out, epsilon: float, m: int) -> str:
+    """What the joint release says when it sets levels aside: which, why, and what would serve
+    them (the smallest n and ε for each in this joint release, and alone); public values only.
     """
-    alphas = check_alphas(alphas)
-    eps = check_epsilon(epsilon)
-    n_levels = len(alphas)
-    if n_bins == "auto":
-        choices = sorted(auto_n_bins(n, a, eps / n_levels)[0] for a in alphas)
-        m = choices[(n_levels - 1) // 2]  # the median level's choice at ε/L (data-free)
-    else:
-        m = check_n_bins(n_bins)
-    if n_ordered_tuples(m, n_levels) >= _MAX_TUPLES:  # refused before any data or budget
-        raise ValueError(
-            f"{n_levels} levels over {m} bins give too many ordered tuples for the exact "
-            "joint sampler; use fewer levels or a smaller n_bins"
+    from dpuq.planning.sizes import joint_min_epsilon, joint_min_n, min_calibration_size
+
+    served = [a for a in alphas if a not in left_out]
+    hints = []
+    for a in left_out:
+        i = alphas.index(a)
+        need_n = joint_min_n(tuple(alphas), epsilon, "auto", i)
+        need_eps = joint_min_epsilon(n, tuple(alphas), "auto", i)
+        alone = min_calibration_size(a, epsilon)
+        eps_text = f"epsilon >= {need_eps:g}" if math.isfinite(need_eps) else "no epsilon"
+        hints.append(
+            f"alpha={a:.12g} needs n >= {need_n} (or {eps_text} at n={n}) in this joint "
+            f"release, n >= {alone} released alone"
         )
-    order = sorted(range(n_levels), key=lambda i: -alphas[i])  # increasing rank
-    active = list(order)
-    level = np.full(n_levels, math.inf)
-    cover = np.ones(n_levels)
-    for _ in range(n_levels):
-        sizes = joint_union_sizes(m, len(active))
-        rhos = [
-            _certified_rho(n, alphas[i], eps, size + 1)
-            for i, size in zip(active, sizes, strict=True)
-        ]
-        keep = [i for i, r in zip(active, rhos, strict=True) if math.isfinite(r)]
-        if len(keep) == len(active):
-            break
-        active = keep
-    if active:
-        sizes = joint_union_sizes(m, len(active))
-        for i, size in zip(active, sizes, strict=True):
-            rho = _certified_rho(n, alphas[i], eps, size + 1)
-            level[i] = _level_from_rho(n, rho, alphas[i], eps, size + 1)
-            cover[i] = _cert(n, level[i] * n, eps, size + 1)
-        # ranks must be nondecreasing along the draw's order (rounding could break ties)
-        ranks = np.maximum.accumulate([level[i] for i in active])
-        level[active] = ranks
-        for i, size in zip(active, sizes, strict=True):  # the certificate at the rank used
-            cover[i] = _cert(n, level[i] * n, eps, size + 1)
-    return m, level, cover
+    return (
+        f"set aside alpha={format_levels(left_out)} (coverage "
+        f"{format_levels([1 - a for a in left_out])}) at n={n}, epsilon={epsilon:g} (total over "
+        f"{len(alphas)} levels), n_bins={m}: no rank is certified for them in this joint release, "
+        "so their thresholds are 1.0 (full prediction sets) and they use no data; "
+        + (
+            f"alpha={format_levels(served)} are served with the whole epsilon. "
+            if served
+            else "no level is served. "
+        )
+        + "; ".join(hints)
+    )
 
 
 def calibrate_levels(
@@ -203,13 +170,7 @@ def calibrate_levels(
         threshold[active] = bin_edges(m)[bins]
     left_out = [alphas[i] for i in range(len(alphas)) if not math.isfinite(level[i])]
     if left_out:
-        msg = (
-            f"no informative release possible for alpha={left_out} at n={n}, "
-            f"epsilon={epsilon:g} (total over {len(alphas)} levels), n_bins={m}: those "
-            "thresholds are 1.0 (full prediction sets); a larger n or epsilon, or fewer levels, "
-            "would help"
-        )
-        notes.append(msg)  # dpuq.calibrate warns with it
+        notes.append(set_aside_message(n, alphas, left_out, epsilon, m))  # calibrate warns
     report = PrivacyReport(
         mechanism="joint exponential mechanism over ordered tuples of binned thresholds "
         "(rank utility -max_l d_l, certified levels; dpuq docs/calibration.md)",

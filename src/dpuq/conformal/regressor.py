@@ -16,6 +16,7 @@ from dpuq.conformal._base import (
 )
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.conformal.class_conditional import check_groups, grouped_intervals
+from dpuq.conformal.outputs import ConformalPrediction
 from dpuq.conformal.regression_scores import (
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -69,8 +70,8 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         Privacy parameter of the calibration release, > 0 (keyword-only, no default).
     confidence_level : float or sequence of float, default 0.9
         Target coverage ``1 - alpha``; ``alpha`` must be in (0, 0.5]. A sequence releases one
-        threshold per level jointly for the same total ε, and ``predict_interval`` returns
-        (n, 2, L), as MAPIE does.
+        threshold per level jointly for the same total ε, and ``predict_interval``'s
+        intervals have shape (n, 2, L), as MAPIE's do.
     conformity_score : {"absolute", "cqr"}, default "absolute"
         (``score=`` is a deprecated alias, kept for one release; it warns.)
     bound : float or dpuq.PublicBound
@@ -119,8 +120,9 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     >>> model = Ridge(alpha=0.1).fit(X[:150], y[:150])
     >>> reg = PrivateConformalRegressor(model, epsilon=5.0, bound=300.0, random_state=0)
     >>> reg = reg.conformalize(X[150:400], y[150:400])
-    >>> reg.predict_interval(X[400:]).shape
-    (42, 2)
+    >>> y_pred, intervals = reg.predict_interval(X[400:])  # as in MAPIE 1.x
+    >>> y_pred.shape, intervals.shape
+    ((42,), (42, 2))
     """
 
     _predict_verb = "predict_interval"
@@ -318,13 +320,22 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             return self._point(X)
         return self._quantiles(X).mean(axis=1)
 
-    def predict_interval(self, X, groups=None) -> np.ndarray:
-        """Prediction intervals of shape (n, 2): columns lower, upper.
+    def predict_interval(self, X, groups=None) -> ConformalPrediction:
+        """Point predictions and intervals, ``(y_pred, intervals)`` as in MAPIE 1.x.
 
-        ``(-inf, inf)`` rows when the release was uninformative (threshold 1). With
+        ``y_pred``: :meth:`predict`, shape (n,). ``intervals``: shape (n, 2), columns lower,
+        upper; ``(-inf, inf)`` rows when the release was uninformative (threshold 1). With
         ``n_groups``, ``groups`` gives each row's group and the row gets its group's interval.
-        With several confidence levels: shape (n, 2, L), levels in the order given.
+        With several confidence levels: shape (n, 2, L), levels in the order given. Write
+        ``y_pred, intervals = reg.predict_interval(X)``; using the result as the intervals
+        array (the output before MAPIE's pair) still works for one release, with a
+        ``FutureWarning`` (:mod:`dpuq.conformal.outputs`).
         """
+        intervals = self._intervals(X, groups)
+        return ConformalPrediction(self.predict(X), intervals)
+
+    def _intervals(self, X, groups=None) -> np.ndarray:
+        """The intervals alone (no point predictions)."""
         self._check_conformalized()
         if self._multi_level():
             if groups is not None:
@@ -350,7 +361,7 @@ class PrivateConformalRegressor(_PrivateConformalBase):
     def _covered(self, X, y) -> np.ndarray:
         """Whether each outcome is in its interval: (n,) or (n, L)."""
         target = check_array_1d(y, "y")
-        intervals = self.predict_interval(X)
+        intervals = self._intervals(X)
         if target.size != intervals.shape[0]:
             raise ValueError(f"X has {intervals.shape[0]} rows but y has {target.size}")
         t = target if intervals.ndim == 2 else target[:, None]

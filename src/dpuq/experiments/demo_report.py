@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+
 from dpuq._progress import progress
 from dpuq.experiments.common import method_series
 from dpuq.experiments.demo_results import (
@@ -50,10 +52,62 @@ def _intro(result) -> list[str]:
         "enter the list) were computed with differential privacy: this limits, but does not "
         "remove, what the published results reveal about any one person whose data were used "
         "(see 'Privacy, in plain words').",
-        f"This report compares {len(result.models)} model(s) on {result.data_name}, each with "
+        f"This report compares {_count(len(result.models), 'model')} on {result.data_name}, "
+        "each with "
         "a threshold computed without and with privacy, measured on "
         f"{c.n_splits} random divisions of the people into calibration and test groups.",
     ]
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 model``, ``5 models``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+#: Set sizes shown one by one in the conditional-coverage table; larger ones are pooled.
+_SIZES_SHOWN = 4
+
+
+def _conditional_table(result):
+    """Coverage by set size (and its violation, SSCV) and the least covered class, per
+    pipeline, all splits pooled; None when the metrics hold no per-size hits."""
+    c = result.config
+    target = 1 - c.alpha
+    top = min(_SIZES_SHOWN, len(result.classes))
+    header = ["model", "calibration", "SSCV", *(f"coverage, size {k}" for k in range(top))]
+    header += [f"coverage, size ≥ {top}", "least covered class"]
+    rows = []
+    for p in result.pipelines:
+        m = p.result.metrics
+        if getattr(m, "size_hits", None) is None:
+            return None
+        cond = m.conditional(target)
+        counts = [*m.size_counts[:top], m.size_counts[top:].sum()]
+        hits = [*m.size_hits[:top], m.size_hits[top:].sum()]
+        cells = [
+            "–" if n == 0 else f"{h / n:.3f} ({_share(n, m.size_counts.sum())})"
+            for h, n in zip(hits, counts, strict=True)
+        ]
+        by_class = cond["coverage_by_class"]
+        worst = "–"
+        if by_class is not None and np.any(np.isfinite(by_class)):
+            j = int(np.nanargmin(by_class))
+            worst = f"{result.classes[j]}: {by_class[j]:.3f}"
+        rows.append([p.model, p.calibration, f"{cond['sscv']:.3f}", *cells, worst])
+    caption = (
+        "Coverage among the test people whose set has a given size (in brackets: the share of "
+        "sets of that size), all splits pooled, and coverage class by class (the least covered "
+        f"class). SSCV, the size-stratified coverage violation of Angelopoulos and Bates, is the "
+        f"largest gap between those coverages and the target {_pct(target)}: the guarantee is "
+        "on average over people, and sets of one size, or people of one class, can be covered "
+        "less often. dpuq.classification_ssc, dpuq.size_stratified_coverage_violation and "
+        "dpuq.coverage_by_group compute them for your own sets."
+    )
+    return ("Conditional coverage: by set size and by class", header, rows, caption)
+
+
+def _share(n: int, total: int) -> str:
+    return f"{100 * n / max(total, 1):.0f} %"
 
 
 def _pct(x: float) -> str:
@@ -107,7 +161,9 @@ def _table_notes() -> list[tuple[str, str]]:
         ("singletons", "Share of lists with exactly one answer."),
         (
             "training (ε, δ)",
-            "Privacy of the model for the people it was trained on (∞ = no privacy).",
+            "Privacy of the model for the people it was trained on (∞ = no privacy). For a "
+            "temperature-scaled model: the training part, the temperature step (on other "
+            "people) and their total, the larger of the two since no person is in both.",
         ),
         (
             "calibration ε",
@@ -310,6 +366,7 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
         table_notes=_table_notes(),
         privacy_intro=_privacy_intro(result),
         glossary=_glossary(),
+        tables=[t for t in [_conditional_table(result)] if t is not None],
         details=[
             ("Terminal summary", format_demo(result)),
             *(

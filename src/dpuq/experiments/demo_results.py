@@ -90,12 +90,28 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def _privacy_cell(p: PipelineResult) -> str:
-    train = (
-        "∞ (not private)"
-        if p.training_privacy is None
-        else f"({p.training_privacy.epsilon:.3g}, {p.training_privacy.delta:.0e})"
+def _pair(r) -> str:
+    return f"({r.epsilon:.3g}, {r.delta:.0e})" if r.delta else f"({r.epsilon:.3g}, 0)"
+
+
+def _training_cell(p: PipelineResult, models) -> str:
+    """The model's privacy; for a temperature-scaled model its parts and their total."""
+    if p.training_privacy is None:
+        return "∞ (not private)"
+    model = next((m for m in models if m.name == p.model), None)
+    t_report = None if model is None else model.info.get("temperature_privacy")
+    base = next((m for m in models if t_report is not None and m.name != p.model
+                 and p.model.startswith(m.name) and m.privacy is not None), None)  # fmt: skip
+    if t_report is None or base is None:
+        return _pair(p.training_privacy)
+    return (
+        f"training {_pair(base.privacy)}, temperature step {_pair(t_report)}: total "
+        f"{_pair(p.training_privacy)}"
     )
+
+
+def _privacy_cell(p: PipelineResult, models=()) -> str:
+    train = _training_cell(p, models)
     cal = "∞" if p.calibration_privacy is None else f"{p.calibration_privacy.epsilon:g}"
     total = (
         "∞ (not private)"
@@ -123,7 +139,7 @@ def table_rows(result: DemoResult) -> list[list[str]]:
     rows = []
     for p in result.pipelines:
         s = p.result.metrics.summary()
-        train, cal, total = _privacy_cell(p)
+        train, cal, total = _privacy_cell(p, result.models)
         rows.append(
             [
                 p.model,

@@ -61,10 +61,13 @@ class ScorePool:
         ``S(x_i, y_i) = 1 - p̂_{y_i}(x_i)``.
     sorted_scores : ndarray of shape (N, K)
         Each row's scores of every label, ascending.
+    labels : ndarray of int, shape (N,), optional
+        The true labels (for coverage class by class).
     """
 
     true_scores: np.ndarray
     sorted_scores: np.ndarray
+    labels: np.ndarray | None = None
 
     @property
     def n_points(self) -> int:
@@ -102,7 +105,7 @@ class ScorePool:
             true[part] = lac_scores(probs[part], labels[part])
             matrix.sort(axis=1)
             ordered[part] = matrix
-        return cls(true, ordered)
+        return cls(true, ordered, labels.astype(np.int64, copy=False))
 
 
 def random_splits(
@@ -262,6 +265,11 @@ class SplitMetrics:
     size_counts : ndarray of shape (K + 1,)
         Number of test sets of each size, pooled over all splits.
     thresholds : ndarray of shape (n_splits,)
+    size_hits : ndarray of shape (K + 1,), optional
+        Number of those sets that contain the true label (size-stratified coverage:
+        ``size_hits / size_counts``).
+    class_counts, class_hits : ndarray of shape (K,), optional
+        Test points of each true class and how many of them were covered, pooled over splits.
     """
 
     coverage: np.ndarray
@@ -270,6 +278,28 @@ class SplitMetrics:
     empty: np.ndarray
     size_counts: np.ndarray
     thresholds: np.ndarray
+    size_hits: np.ndarray | None = None
+    class_counts: np.ndarray | None = None
+    class_hits: np.ndarray | None = None
+
+    def conditional(self, confidence_level: float) -> dict:
+        """Size-stratified coverage (NaN for sizes never seen), its violation (Angelopoulos &
+        Bates' SSCV: the largest gap to ``confidence_level`` over the sizes seen) and
+        coverage class by class, all splits pooled (:mod:`dpuq.metrics`)."""
+        if self.size_hits is None:
+            raise ValueError("these metrics were computed without per-size hits")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            by_size = np.where(self.size_counts > 0, self.size_hits / self.size_counts, np.nan)
+            by_class = (
+                None
+                if self.class_counts is None
+                else np.where(self.class_counts > 0, self.class_hits / self.class_counts, np.nan)
+            )
+        return {
+            "coverage_by_size": by_size,
+            "sscv": float(np.nanmax(np.abs(by_size - confidence_level))),
+            "coverage_by_class": by_class,
+        }
 
     def summary(self) -> dict[str, float]:
         """Means over splits and the 5th/95th percentiles of coverage and size."""
@@ -324,16 +354,31 @@ def evaluate_thresholds(
     singleton = np.empty(n_splits)
     empty = np.empty(n_splits)
     size_counts = np.zeros(k + 1, dtype=np.int64)
+    size_hits = np.zeros(k + 1, dtype=np.int64)
+    labelled = pool.labels is not None
+    class_counts = np.zeros(k, dtype=np.int64) if labelled else None
+    class_hits = np.zeros(k, dtype=np.int64) if labelled else None
     step = max(1, _CHUNK // n_test)
     for start in range(0, n_splits, step):
         part = slice(start, start + step)
         idx = test_idx[part]
         ts = t[part, None]
-        covered[part] = (pool.true_scores[idx] <= ts).mean(axis=1)
+        hit = pool.true_scores[idx] <= ts
+        covered[part] = hit.mean(axis=1)
         sizes = count_at_most(pool.sorted_scores, idx, np.broadcast_to(ts, idx.shape))
         sizes = sizes.reshape(idx.shape)
+        size_hits += np.bincount(sizes.ravel(), weights=hit.ravel(), minlength=k + 1).astype(
+            np.int64
+        )
+        if labelled:
+            y = pool.labels[idx].ravel()
+            class_counts += np.bincount(y, minlength=k)
+            class_hits += np.bincount(y, weights=hit.ravel(), minlength=k).astype(np.int64)
         mean_size[part] = sizes.mean(axis=1)
         singleton[part] = (sizes == 1).mean(axis=1)
         empty[part] = (sizes == 0).mean(axis=1)
         size_counts += np.bincount(sizes.ravel(), minlength=k + 1)
-    return SplitMetrics(covered, mean_size, singleton, empty, size_counts, t.copy())
+    return SplitMetrics(
+        covered, mean_size, singleton, empty, size_counts, t.copy(), size_hits, class_counts,
+        class_hits,
+    )  # fmt: skip

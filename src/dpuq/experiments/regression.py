@@ -136,7 +136,7 @@ def run_regression_experiment(
                 with warnings.catch_warnings():  # counted in the "whole line" column instead
                     warnings.simplefilter("ignore", UninformativeReleaseWarning)
                     reg.conformalize(X[ca], y[ca])
-                iv = reg.predict_interval(X[te])
+                iv = reg.predict_interval(X[te]).sets
                 cov[b, e][k] = np.mean((iv[:, 0] <= y[te]) & (y[te] <= iv[:, 1]))
                 width[b, e][k] = np.mean(np.maximum(iv[:, 1] - iv[:, 0], 0.0))
     baseline = RegressionRow("split conformal (not private)", math.inf, "–", base_cov, base_width)

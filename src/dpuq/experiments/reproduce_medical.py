@@ -172,7 +172,14 @@ def _fit_predict(x_train, y_train, x_rest, n_classes: int) -> np.ndarray:
 def _concat(parts: list[SplitMetrics]) -> SplitMetrics:
     per_split = ("coverage", "mean_size", "singleton", "empty", "thresholds")
     joined = {f: np.concatenate([getattr(p, f) for p in parts]) for f in per_split}
-    return SplitMetrics(**joined, size_counts=np.sum([p.size_counts for p in parts], axis=0))
+    pooled = ("size_counts", "size_hits", "class_counts", "class_hits")
+    summed = {
+        f: None
+        if any(getattr(p, f) is None for p in parts)
+        else np.sum([getattr(p, f) for p in parts], axis=0)
+        for f in pooled
+    }
+    return SplitMetrics(**joined, **summed)
 
 
 def run_medical(config: MedicalConfig, *, table=None, show_progress: bool = True) -> MedicalResult:

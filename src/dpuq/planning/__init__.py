@@ -17,12 +17,14 @@ package is cut along its seams:
 - :mod:`dpuq.planning.levels`: levels and certificates (both methods);
 - :mod:`dpuq.planning.bins`: the number of bins m* (both methods);
 - :mod:`dpuq.planning.sizes`: sample sizes, the smallest ε, and the whole :func:`plan`;
-- :mod:`dpuq.planning.online`: the online tracker's block size and coverage bound.
+- :mod:`dpuq.planning.online`: the online tracker's block size and coverage bound;
+- :mod:`dpuq.planning.joint`: the joint release of several levels (which levels it serves).
 
 Every name is importable from ``dpuq.planning`` itself.
 """
 
 from dpuq.planning.bins import auto_n_bins
+from dpuq.planning.joint import joint_plan, joint_served
 from dpuq.planning.levels import (
     METHODS,
     TINY_GAMMA,
@@ -36,17 +38,20 @@ from dpuq.planning.online import (
     online_block_size,
     online_coverage_bound,
 )
-from dpuq.planning.sizes import CalibrationPlan, min_calibration_size, min_epsilon, plan
+from dpuq.planning.sizes import CalibrationPlan, JointPlan, min_calibration_size, min_epsilon, plan
 
 __all__ = [
     "METHODS",
     "TINY_GAMMA",
     "CalibrationPlan",
+    "JointPlan",
     "auto_n_bins",
     "certified_level",
     "coverage_certificate",
     "coverage_upper_bound",
     "inflated_level",
+    "joint_plan",
+    "joint_served",
     "min_calibration_size",
     "min_epsilon",
     "online_block_size",

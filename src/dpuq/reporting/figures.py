@@ -18,12 +18,34 @@ __all__ = [
     "reliability_panel",
     "save",
     "save_tight",
+    "series_colours",
     "set_size_bars",
     "subplots",
 ]
 
 #: Colours for up to 8 overlaid methods (colour-blind safe, Okabe-Ito).
 COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000"]
+#: Hatches that tell series apart beyond the 20 colours of ``series_colours``.
+HATCHES = ["", "//", "..", "xx", "\\\\"]
+
+
+def series_colours(n: int) -> list[str]:
+    """``n`` pairwise distinct colours: Okabe-Ito for up to 8 series, matplotlib's qualitative
+    tab10 for 9 or 10 (both: no two closer than 67 in 0-255 RGB), tab20 up to 20, cycling
+    beyond (then :data:`HATCHES` tell them apart).
+
+    Examples
+    --------
+    >>> len(set(series_colours(10))) == 10 and len(set(series_colours(20))) == 20
+    True
+    """
+    if n <= len(COLOURS):
+        return COLOURS[:n]
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    palette = [to_hex(c) for c in colormaps["tab10" if n <= 10 else "tab20"].colors]
+    return [palette[i % len(palette)] for i in range(n)]
 
 
 def new_figure(width: float, height: float):
@@ -174,10 +196,13 @@ def set_size_bars(series: Sequence[tuple[str, np.ndarray]], n_classes: int, titl
     top = min(n_classes, max(top, 3))
     width = 0.8 / len(series)
     x = np.arange(top + 1)
+    colours = series_colours(len(series))
     for i, (label, counts) in enumerate(series):
         share = counts[: top + 1] / max(1, counts.sum())
         offset = (i - (len(series) - 1) / 2) * width
-        ax.bar(x + offset, share, width, color=COLOURS[i % len(COLOURS)], label=label)
+        hatch = HATCHES[(i // 20) % len(HATCHES)] or None
+        ax.bar(x + offset, share, width, color=colours[i], hatch=hatch, label=label,
+               edgecolor="white" if hatch else None, linewidth=0.3)  # fmt: skip
     ax.set_xticks(x)
     ax.set_xlabel("number of labels in the prediction set")
     ax.set_ylabel("share of test people")

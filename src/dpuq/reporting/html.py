@@ -89,6 +89,10 @@ class ReportPage:
     table_notes: Sequence[tuple[str, str]] = field(default_factory=list)  # column, meaning
     privacy_intro: Sequence[str] = field(default_factory=list)  # privacy in plain words
     glossary: Sequence[tuple[str, str]] = field(default_factory=list)  # term, definition
+    #: (title, header, rows, caption) tables shown after the figures (e.g. conditional coverage)
+    tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]], str]] = field(
+        default_factory=list
+    )
 
 
 _CSS = """
@@ -189,6 +193,8 @@ def render_page(page: ReportPage) -> str:
             _img(png, title),
             f"<figcaption>{e(caption)}</figcaption></figure>",
         ]
+    for title, header, rows, caption in page.tables:
+        parts += [f"<h3>{e(title)}</h3>", *_table(header, rows), _p(caption)]
     parts.append("<h2>Privacy, in plain words</h2>")
     if page.privacy_intro:
         parts += [_p(t) for t in page.privacy_intro]

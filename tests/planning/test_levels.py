@@ -154,10 +154,10 @@ def test_planning_package_keeps_every_public_import_path():
     """dpuq.planning was one module: every public name still imports from it and is the
     seam module's own; private helpers are imported from the module that defines them."""
     import dpuq.planning as planning
-    from dpuq.planning import bins, joint, levels, sizes
+    from dpuq.planning import bins, joint, levels, online, sizes
 
     for name in planning.__all__:
-        owner = next(m for m in (levels, bins, sizes, joint) if hasattr(m, name))
+        owner = next(m for m in (levels, bins, sizes, joint, online) if hasattr(m, name))
         assert getattr(planning, name) is getattr(owner, name)
     assert planning.plan is sizes.plan and planning.auto_n_bins is bins.auto_n_bins
     with pytest.raises(AttributeError):

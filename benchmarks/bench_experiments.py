@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 from _timing import median_time
+from dpuq.mechanisms.quantile import private_quantiles
 
 import dpuq
 from dpuq.experiments.evaluation import (
@@ -25,7 +26,6 @@ from dpuq.experiments.evaluation import (
     split_conformal_thresholds,
 )
 from dpuq.experiments.synthetic_logits import softmax, synthetic_imagenet_logits
-from dpuq.quantile import private_quantiles
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ from _timing import median_time
 
 
 def calibration() -> None:
-    from dpuq.accounting import calibrate_noise_multiplier
+    from dpuq.privacy.accounting import calibrate_noise_multiplier
 
     cases = [
         ("digits demo recipe (p=0.5, 400 steps, ε=3)", 0.5, 400, 3.0),

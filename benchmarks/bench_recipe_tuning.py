@@ -101,8 +101,8 @@ def debiased_l2_ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> 
 def one_run(x, y, n_train, n_ts, method, how, seed, aug=None, cnn=False, **override):
     import torch
 
-    from dpuq.ledger import CALLER_CHARGED
     from dpuq.metrics.calibration import expected_calibration_error as ece
+    from dpuq.privacy.ledger import CALLER_CHARGED
     from dpuq.training import predict_proba, train_classifier
     from dpuq.training.temperature import (
         default_temperature_grid,

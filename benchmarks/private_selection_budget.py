@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-from dpuq.accounting import rdp_curve
 from dpuq.mechanisms.selection import (
     DEFAULT_ORDERS,
     pure_dp_rdp,
@@ -16,6 +15,7 @@ from dpuq.mechanisms.selection import (
     repetition_params,
     selection_rdp,
 )
+from dpuq.privacy.accounting import rdp_curve
 
 DELTA = 1e-5
 LAWS = [

@@ -9,6 +9,8 @@ and tests only) and the privacy report then says "seeded".
 
 import logging as _logging
 
+# first: old paths (`dpuq.ledger`, `dpuq.report`, ...) resolve to their new homes
+from dpuq import _moved
 from dpuq._validation import NotFittedError
 from dpuq._version import __version__ as __version__
 from dpuq.conformal import (
@@ -60,7 +62,6 @@ from dpuq.learning import (
     TabulatedConcepts,
     Thresholds,
 )
-from dpuq.ledger import BudgetExceededError, Ledger
 from dpuq.mechanisms import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
@@ -107,7 +108,8 @@ from dpuq.planning import (
     online_coverage_bound,
     optimal_gamma,
 )
-from dpuq.report import PrivacyReport
+from dpuq.privacy.ledger import BudgetExceededError, Ledger
+from dpuq.privacy.report import PrivacyReport
 
 # library code logs through `logging` under the "dpuq" logger and never prints; the
 # application (or `logging.basicConfig`) decides where records go
@@ -138,8 +140,8 @@ _LAZY = {
 def __getattr__(name: str):
     import importlib
 
-    if name == "accounting":
-        return importlib.import_module("dpuq.accounting")
+    if f"dpuq.{name}" in _moved.MOVED:  # `dpuq.ledger`, `dpuq.accounting`, ... (old paths)
+        return importlib.import_module(f"dpuq.{name}")
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'dpuq' has no attribute {name!r}")

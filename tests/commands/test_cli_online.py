@@ -5,7 +5,7 @@ import pytest
 
 import dpuq
 from cli_helpers import run_cli as _run
-from dpuq.ledger import Ledger
+from dpuq.privacy.ledger import Ledger
 
 pytestmark = pytest.mark.filterwarnings("ignore:--seed makes the noise reproducible")
 

@@ -219,7 +219,7 @@ def test_release_holds_public_values_only():
     }  # fmt: skip
     assert len(cal.thresholds) == 4
     rep = cal.privacy_report
-    assert rep.relation is dpuq.report.Relation.REPLACE_ONE and rep.epsilon == 1.0
+    assert rep.relation is dpuq.privacy.report.Relation.REPLACE_ONE and rep.epsilon == 1.0
     assert rep.seeded
     assert not dpuq.calibrate_by_class(
         rng.uniform(size=50), labels[:50], 4, alpha=0.1, epsilon=1.0

@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 import dpuq
 from dpuq import PrivateOnlineConformalClassifier, PrivateOnlineConformalRegressor
 from dpuq._estimator import NotFittedError
-from dpuq.ledger import Ledger
+from dpuq.privacy.ledger import Ledger
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -19,7 +19,14 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # Layers that a privacy-critical module must never reach (directly or through others):
 # privacy arguments must be checkable without reading the application around them.
 PRIVACY_CRITICAL = "dpuq.mechanisms"
-APPLICATION = ("dpuq.experiments", "dpuq.commands", "dpuq.plotting", "dpuq.reporting", "dpuq.cli")
+APPLICATION = (
+    "dpuq.experiments",
+    "dpuq.audit",
+    "dpuq.commands",
+    "dpuq.plotting",
+    "dpuq.reporting",
+    "dpuq.cli",
+)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -144,24 +151,15 @@ def reachable(graph: dict[str, set[str]], start: str) -> dict[str, str]:
 # (data -> model -> scores -> private release -> sets/intervals -> report), with the
 # data-free rooms that every method leans on below the methods:
 LAYERS = (
-    # foundations: checks, files, the privacy report type, versions (no statistics)
-    (
-        "_version",
-        "_validation",
-        "_atomic",
-        "_progress",
-        "_ledger_schema",
-        "_ledger_gate",
-        "_io_text",
-        "report",
-        "io",
-    ),
-    # the budget book: every release charges it
-    ("ledger",),
-    # private release: the exact samplers and the accountants (privacy-critical)
-    ("mechanisms", "accountants"),
-    # data-free planning and the front doors of the rooms below
-    ("planning", "_bin_simulation", "accounting", "quantile", "_estimator"),
+    # foundations: checks, old import paths, progress bars, users' files (no statistics)
+    ("_version", "_validation", "_moved", "_progress", "io"),
+    # privacy bookkeeping: the report and composition, the budget book (every release charges
+    # it), the DP-SGD accountants and their planning (data-free, no noise)
+    ("privacy",),
+    # private release: the exact samplers (privacy-critical; all noise is drawn here)
+    ("mechanisms",),
+    # data-free planning and the estimators' base class
+    ("planning", "_bin_simulation", "_estimator"),
     # where the data are: chunked and Dask sufficient statistics (knows no method)
     ("scale",),
     # data and models: loaders, DP-SGD/DP-SGLD training, private learning
@@ -170,8 +168,9 @@ LAYERS = (
     ("conformal", "inference"),
     # evaluation and the package's own face
     ("metrics", "plotting", "reporting", "dpuq"),
-    # applications
-    ("experiments",),
+    # applications: paper reproductions, and the auditor (it calls releases; nothing
+    # privacy-critical imports it)
+    ("experiments", "audit"),
     # command line
     ("commands",),
     # entry point
@@ -349,3 +348,20 @@ def test_architecture_page_names_modules_and_functions_that_exist():
         if not (SRC / path).exists():
             missing.append(path)
     assert not missing, missing
+
+
+def test_src_imports_moved_modules_by_their_new_paths():
+    """The old paths (``dpuq.ledger``, ``dpuq.report``, ...) are aliases kept for users; inside
+    ``src/`` every import names the module's home, so the graph above sees the real arrows."""
+    from dpuq._moved import MOVED
+
+    offenders = []
+    for path in sorted((SRC / "dpuq").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            offenders += [f"{path.relative_to(SRC)}: {n}" for n in names if n in MOVED]
+    assert not offenders, offenders

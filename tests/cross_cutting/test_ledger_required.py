@@ -1,7 +1,7 @@
 """Nothing bypasses the ledger: every release takes ``ledger=``/``dataset=`` and charges through
-``dpuq.ledger.charge``; ``DPUQ_REQUIRE_LEDGER=1`` refuses a release without one before any noise;
-a settings error costs nothing; composite releases charge once; a second release from the same
-fitted estimator warns."""
+``dpuq.privacy.ledger.charge``; ``DPUQ_REQUIRE_LEDGER=1`` refuses a release without one before
+any noise; a settings error costs nothing; composite releases charge once; a second release from
+the same fitted estimator warns."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from cli_helpers import run_cli
 from dpuq import inference
 from dpuq._estimator import RepeatedReleaseWarning
 from dpuq.conformal.calibration import UninformativeReleaseWarning
-from dpuq.ledger import Ledger, LedgerRequiredError
 from dpuq.mechanisms.quantile import private_quantile_from_counts
 from dpuq.mechanisms.selection import private_selection
+from dpuq.privacy.ledger import Ledger, LedgerRequiredError
 from dpuq.training.temperature import private_temperature_scaling
 
 RNG = np.random.default_rng(7)
@@ -315,7 +315,7 @@ def test_regressor_warns_at_a_released_threshold_of_one_and_takes_a_public_bound
 
 
 def test_experiments_run_under_a_required_ledger(monkeypatch):
-    from dpuq.ledger import _simulation, ledger_required
+    from dpuq.privacy.ledger import _simulation, ledger_required
 
     monkeypatch.setenv("DPUQ_REQUIRE_LEDGER", "1")
     assert ledger_required()

@@ -30,9 +30,9 @@ from side_channels import (
 
 import dpuq
 from dpuq import inference
-from dpuq.ledger import Ledger
 from dpuq.mechanisms.quantile import bin_edges, bin_index, private_quantile_from_counts
 from dpuq.mechanisms.selection import private_selection
+from dpuq.privacy.ledger import Ledger
 from dpuq.training.temperature import private_temperature_scaling
 
 B = (0.0, 1.0)

@@ -24,8 +24,8 @@ from dpuq.inference.general import (
     subset_summaries,
     weighted_quantile,
 )
-from dpuq.ledger import BudgetExceededError, Ledger
 from dpuq.mechanisms.exponential import exponential_mechanism_log_probabilities
+from dpuq.privacy.ledger import BudgetExceededError, Ledger
 
 
 def wmean(rows, sample_weight):

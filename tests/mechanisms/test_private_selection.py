@@ -195,7 +195,7 @@ def _noisy_runs(true_scores):
 
 
 def test_private_selection_total_budget_report_and_ledger(tmp_path):
-    from dpuq.ledger import BudgetExceededError, Ledger
+    from dpuq.privacy.ledger import BudgetExceededError, Ledger
 
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("d", 4.0, 1e-5)

@@ -6,13 +6,13 @@ import pickle
 import numpy as np
 import pytest
 
-from dpuq.ledger import BudgetExceededError, Ledger, LedgerRequiredError
 from dpuq.mechanisms.class_thresholds import class_thresholds
 from dpuq.mechanisms.exponential import exponential_mechanism
 from dpuq.mechanisms.laplace import laplace_mechanism
 from dpuq.mechanisms.permute_and_flip import permute_and_flip
 from dpuq.mechanisms.quantile import private_quantile, private_quantile_from_counts
 from dpuq.mechanisms.randomness import release_generator
+from dpuq.privacy.ledger import BudgetExceededError, Ledger, LedgerRequiredError
 
 
 @pytest.fixture
@@ -84,22 +84,22 @@ def test_permute_and_flip_is_still_importable_from_the_exponential_module():
 
 def test_moved_names_keep_their_public_homes():
     import dpuq.io
-    import dpuq.ledger
     import dpuq.mechanisms.quantile as quantile
+    import dpuq.privacy.ledger
     from dpuq.mechanisms import bins
 
     assert quantile.bin_edges is bins.bin_edges and quantile._bin_index_fast is bins._bin_index_fast
     for name in ("text_layout", "is_data_line", "_decimal_point"):
         assert callable(getattr(dpuq.io, name))
     for name in ("_simulation", "_within_charged_release", "SCHEMA_VERSION", "default_ledger_path"):
-        assert hasattr(dpuq.ledger, name)
+        assert hasattr(dpuq.privacy.ledger, name)
     # CALLER_CHARGED stays one object through pickles, under its old path too
-    from dpuq.ledger import CALLER_CHARGED, _CallerCharged
+    from dpuq.privacy.ledger import CALLER_CHARGED, _CallerCharged
 
     assert pickle.loads(pickle.dumps(CALLER_CHARGED)) is CALLER_CHARGED
     assert isinstance(CALLER_CHARGED, _CallerCharged)
     # the ledger's errors keep their public module name (tracebacks, pickles)
-    for cls in (dpuq.ledger.BudgetError, BudgetExceededError, LedgerRequiredError):
-        assert cls.__module__ == "dpuq.ledger"
+    for cls in (dpuq.privacy.ledger.BudgetError, BudgetExceededError, LedgerRequiredError):
+        assert cls.__module__ == "dpuq.privacy.ledger"
         err = pickle.loads(pickle.dumps(cls("refused")))
         assert type(err) is cls and str(err) == "refused"

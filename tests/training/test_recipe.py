@@ -13,7 +13,7 @@ pytest.importorskip("dp_accounting")
 
 from torch import nn  # noqa: E402
 
-from dpuq.accounting import calibrate_noise_multiplier, gdp_mu_for_budget, pld_epsilon  # noqa: E402
+from dpuq.privacy.accounting import calibrate_noise_multiplier, gdp_mu_for_budget, pld_epsilon  # noqa: E402
 from dpuq.training import predict_proba, train_classifier  # noqa: E402
 from dpuq.training.features import (  # noqa: E402
     choose_model_family,
@@ -139,7 +139,7 @@ class TestFastCalibration:
         assert pld_epsilon(p, [s / 1.003] * k, 1e-5, relation=rel) > eps  # and tight
 
     def test_gdp_mu_for_budget_inverts_gdp_epsilon(self):
-        from dpuq.accounting import gdp_epsilon
+        from dpuq.privacy.accounting import gdp_epsilon
 
         mu = gdp_mu_for_budget(2.0, 1e-6)
         assert gdp_epsilon(mu, 1e-6) == pytest.approx(2.0, rel=1e-6)

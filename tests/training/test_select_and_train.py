@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
-from dpuq.accounting import rdp_curve, rdp_epsilon  # noqa: E402
+from dpuq.privacy.accounting import rdp_curve, rdp_epsilon  # noqa: E402
 from dpuq.training import select_and_train  # noqa: E402
 
 torch.set_num_threads(1)
@@ -32,7 +32,7 @@ CANDS = [
 
 
 def test_end_to_end_total_budget_and_ledger(tmp_path):
-    from dpuq.ledger import Ledger
+    from dpuq.privacy.ledger import Ledger
 
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("people", 5.0, 1e-5)
@@ -49,7 +49,7 @@ def test_end_to_end_total_budget_and_ledger(tmp_path):
 
 
 def test_bad_candidates_refused_before_charging(tmp_path):
-    from dpuq.ledger import Ledger
+    from dpuq.privacy.ledger import Ledger
 
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("people", 5.0, 1e-5)

@@ -12,8 +12,8 @@ pytest.importorskip("opacus")
 from opacus import GradSampleModule  # noqa: E402
 from torch import nn  # noqa: E402
 
-from dpuq import accounting  # noqa: E402
 from dpuq.data import load_digits_images  # noqa: E402
+from dpuq.privacy import accounting  # noqa: E402
 from dpuq.training import (  # noqa: E402
     DPSGLDOptimizer,
     PolynomialDecay,

@@ -126,7 +126,7 @@ def report_sets(out, sets, what: str, fmt: str | None = None) -> int:
 
 def open_ledger(args, *, create: bool = False):
     """The ledger named by ``--ledger`` (or the default), or None when neither flag is given."""
-    from dpuq.ledger import Ledger
+    from dpuq.privacy.ledger import Ledger
 
     if getattr(args, "ledger", None) is None and getattr(args, "dataset", None) is None:
         return None
@@ -148,8 +148,8 @@ def charged_release(out, args, epsilon: float, what: str, settings=None):
     caller checks every setting and input before entering: a refused setting costs nothing.
     The block calls the Python release with ``ledger=CALLER_CHARGED`` (charged here).
     """
-    from dpuq._atomic import release_file
-    from dpuq.ledger import charge
+    from dpuq.io._atomic import release_file
+    from dpuq.privacy.ledger import charge
 
     ledger = open_ledger(args)
     warn_if_seeded(args.seed, stacklevel=4)  # at the command's line (past contextlib's frame)
@@ -174,8 +174,8 @@ def charged_release(out, args, epsilon: float, what: str, settings=None):
 
 
 def release_trail(args, what: str, receipt) -> dict:
-    """``{"trail": ...}`` for a release file (:func:`dpuq.ledger.release_trail`)."""
-    from dpuq.ledger import release_trail as trail
+    """``{"trail": ...}`` for a release file (:func:`dpuq.privacy.ledger.release_trail`)."""
+    from dpuq.privacy.ledger import release_trail as trail
 
     return {
         "trail": trail(

@@ -114,8 +114,8 @@ def _render(kind: str, arr: np.ndarray, classes: list | None, levels, fmt: str):
 
 def write_output(out, kind: str, arr: np.ndarray, *, classes=None, levels=None, fmt=None):
     """Write sets or intervals to the path ``out`` (by suffix) or to stdout (``"-"``)."""
-    from dpuq._atomic import atomic_write
     from dpuq.io import write_intervals, write_sets
+    from dpuq.io._atomic import atomic_write
 
     if str(out) == "-":
         sys.stdout.write(_render(kind, arr, classes, levels, fmt or "csv"))

@@ -72,7 +72,7 @@ def register(subparsers) -> None:
     p = add_command(subparsers, "budget", HELP, DESCRIPTION, EPILOG)
     sub = p.add_subparsers(dest="budget_command", metavar="ACTION", parser_class=type(p))
 
-    from dpuq.report import Relation
+    from dpuq.privacy.report import Relation
 
     init = sub.add_parser("init", help="give a data set its total budget (once)")
     add_ledger_arguments(init, required_dataset=True)
@@ -101,7 +101,7 @@ def register(subparsers) -> None:
 
 
 def _ledger(args, create: bool = False):
-    from dpuq.ledger import Ledger
+    from dpuq.privacy.ledger import Ledger
 
     return Ledger(args.ledger, create=create)
 

@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.conformal.calibration import calibrate
     from dpuq.conformal.release_io import calibration_record
     from dpuq.io import check_output_path
-    from dpuq.ledger import CALLER_CHARGED
+    from dpuq.privacy.ledger import CALLER_CHARGED
 
     # Everything that can fail is checked before the release: a failed write after it would
     # make the user run it again and spend epsilon twice.

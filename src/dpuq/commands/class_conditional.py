@@ -25,7 +25,7 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
     from dpuq.conformal.class_conditional import calibrate_by_class
     from dpuq.conformal.release_io import calibration_record
     from dpuq.io import read_vector
-    from dpuq.ledger import CALLER_CHARGED
+    from dpuq.privacy.ledger import CALLER_CHARGED
 
     if input_mode(args) != "classification":
         raise ValueError("--class-conditional needs --probs FILE and --labels FILE")

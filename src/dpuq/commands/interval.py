@@ -122,7 +122,7 @@ def read_column(path, column: str | None, name: str = "--data"):
             raise ValueError(f"{label}: column {column!r} is not numeric")
         arr = values.astype(float)
     else:
-        from dpuq._io_text import header_column, is_data_line, text_layout, with_decimal_points
+        from dpuq.io._text import header_column, is_data_line, text_layout, with_decimal_points
 
         delimiter, skip, _ = text_layout(p, label)
         index = header_column(p, label, column, delimiter, skip)
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.inference._data import check_bounds
     from dpuq.inference.intervals import private_confidence_interval
     from dpuq.io import check_output_path
-    from dpuq.ledger import CALLER_CHARGED
+    from dpuq.privacy.ledger import CALLER_CHARGED
 
     # every setting, then the data, are checked before the charge: a refused setting is free
     out = check_output_path(args.output, "-o", (".json",), force=args.force)

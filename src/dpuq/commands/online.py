@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from dpuq._validation import check_scores
     from dpuq.conformal.online import online_conformal_thresholds, online_privacy_report
     from dpuq.io import check_output_path, read_vector
-    from dpuq.ledger import CALLER_CHARGED
+    from dpuq.privacy.ledger import CALLER_CHARGED
 
     # everything that can fail is checked before the charge (a refused setting costs nothing)
     out = check_output_path(args.output, "-o", (".csv", ".txt"), force=args.force)

@@ -144,7 +144,7 @@ def run_as_experiment(run, args: argparse.Namespace) -> int:
     """``run(args)`` as an experiment: its releases are repeated over splits to be measured,
     none is published for use, so it runs without a ledger even under
     ``DPUQ_REQUIRE_LEDGER=1`` (``dpuq reproduce``, ``dpuq demo``)."""
-    from dpuq.ledger import _simulation
+    from dpuq.privacy.ledger import _simulation
 
     with _simulation():
         return run(args)

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     from dpuq._validation import check_epsilon
     from dpuq.io import check_output_path, read_matrix, read_vector
-    from dpuq.ledger import CALLER_CHARGED
+    from dpuq.privacy.ledger import CALLER_CHARGED
     from dpuq.training import temperature as ts
 
     # everything that can fail is checked before the release (no second release on retry)

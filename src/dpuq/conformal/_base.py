@@ -159,7 +159,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
 
     def _record_trail(self, receipt, what: str) -> None:
         """Keep the paper trail of the release just made (public: the ledger's numbers)."""
-        from dpuq.ledger import release_trail
+        from dpuq.privacy.ledger import release_trail
 
         self.release_trail_ = release_trail(receipt, what)
 
@@ -167,7 +167,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         """The marginal ε-DP threshold of these calibration scores (:func:`dpuq.calibrate`);
         the caller charged the ledger."""
         from dpuq.conformal.calibration import calibrate
-        from dpuq.ledger import CALLER_CHARGED
+        from dpuq.privacy.ledger import CALLER_CHARGED
 
         return calibrate(
             scores,
@@ -205,7 +205,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         Returns the release and the ledger's receipt.
         """
         from dpuq.conformal.class_conditional import calibrate_by_class
-        from dpuq.ledger import CALLER_CHARGED, charge
+        from dpuq.privacy.ledger import CALLER_CHARGED, charge
         from dpuq.scale.sources import is_dask_collection
 
         if is_dask_collection(scores):

@@ -33,7 +33,7 @@ from dpuq._validation import (
     check_in_open_unit,
 )
 from dpuq.mechanisms.randomness import RandomState
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = ["InSampleResidualsWarning", "PublicBound", "public_bound"]
 
@@ -199,8 +199,8 @@ def public_bound(
         For the private release (and the fold shuffle). None: OS entropy.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         With ``epsilon``: charge ε to the *training* data set's budget before any noise is
-        drawn (:func:`dpuq.ledger.charge`). Without ``epsilon`` nothing is released privately
-        and nothing is charged (``B`` is then a non-private function of ``(X, y)``).
+        drawn (:func:`dpuq.privacy.ledger.charge`). Without ``epsilon`` nothing is released
+        privately and nothing is charged (``B`` is then a non-private function of ``(X, y)``).
 
     Returns
     -------
@@ -374,8 +374,8 @@ def _explain(res, bound, q, quantile, settings) -> tuple[str, float | None]:
 def _private_bound(res, q, epsilon, upper, n_bins, random_state, ledger=None, dataset=None):
     """ε-DP quantile of residuals that each depend on their own row only (replace-one)."""
     from dpuq._validation import check_positive_int
-    from dpuq.ledger import CALLER_CHARGED, charge
     from dpuq.mechanisms.quantile import private_quantile
+    from dpuq.privacy.ledger import CALLER_CHARGED, charge
 
     eps = check_epsilon(epsilon)
     if upper is None:

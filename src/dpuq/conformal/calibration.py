@@ -36,7 +36,6 @@ from dpuq.conformal.split import (  # noqa: F401 (old import path of both)
     _order_statistic_rank,
     split_conformal_threshold,
 )
-from dpuq.ledger import CALLER_CHARGED, charge, release_trail
 from dpuq.mechanisms.quantile import _bin_index_fast, bin_edges, private_quantile_from_counts
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning.bins import auto_n_bins
@@ -50,7 +49,8 @@ from dpuq.planning.levels import (
     coverage_upper_bound,
 )
 from dpuq.planning.sizes import min_calibration_size, min_epsilon
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import CALLER_CHARGED, charge, release_trail
+from dpuq.privacy.report import PrivacyReport, Relation
 from dpuq.scale.sources import as_score_source
 
 __all__ = [
@@ -104,7 +104,8 @@ class PrivateCalibration:
     privacy_report: PrivacyReport
     method: str = "certified"
     certified_coverage: float = 1.0
-    #: the paper trail (:func:`dpuq.ledger.release_trail`): what, when, ledger entry, budget left
+    #: the paper trail (:func:`dpuq.privacy.ledger.release_trail`): what, when, ledger entry,
+    #: budget left
     trail: dict | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -271,7 +272,8 @@ def calibrate(
         None (default) draws OS entropy: use it for releases. A seed makes a run reproducible,
         for experiments only (the report then says "seeded").
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
-        Charge ε to ``dataset``'s budget before any noise is drawn (:func:`dpuq.ledger.charge`);
+        Charge ε to ``dataset``'s budget before any noise is drawn
+        (:func:`dpuq.privacy.ledger.charge`);
         refused with :class:`dpuq.BudgetExceededError` when too little is left.
 
     Returns

@@ -29,10 +29,10 @@ from dpuq._validation import (
 )
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.conformal.class_levels import auto_class_bins, class_rank_schedule
-from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.class_thresholds import class_thresholds
 from dpuq.mechanisms.randomness import RandomState
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import CALLER_CHARGED, charge
+from dpuq.privacy.report import PrivacyReport, Relation
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
@@ -143,7 +143,7 @@ def calibrate_by_class(
         None (default) draws OS entropy: use it for releases. A seed is for experiments only.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         Charge ε (replace-one) to ``dataset``'s budget before any noise is drawn
-        (:func:`dpuq.ledger.charge`), or refuse.
+        (:func:`dpuq.privacy.ledger.charge`), or refuse.
 
     Returns
     -------

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpuq.ledger import charge
 from dpuq.mechanisms.joint_quantiles import joint_quantiles
 from dpuq.mechanisms.quantile import bin_edges
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning.joint import check_alphas, format_levels, joint_plan
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import charge
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
     "MultiLevelCalibration",

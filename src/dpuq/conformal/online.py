@@ -19,7 +19,7 @@ from dpuq._validation import _as_float, check_alpha, check_epsilon, check_scores
 from dpuq.mechanisms.online_counts import tracker_thresholds
 from dpuq.mechanisms.randomness import RandomState, derive_seed, release_generator
 from dpuq.planning.online import DEFAULT_INITIAL, DEFAULT_STEP, online_block_size
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
     "OnlineSettings",
@@ -158,7 +158,7 @@ def online_conformal_thresholds(
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
     ledger, dataset :
-        Charge ε to ``dataset`` before any noise (:func:`dpuq.ledger.charge`).
+        Charge ε to ``dataset`` before any noise (:func:`dpuq.privacy.ledger.charge`).
 
     Returns
     -------

@@ -24,7 +24,7 @@ import math
 import os
 from typing import Any
 
-from dpuq.report import PrivacyReport
+from dpuq.privacy.report import PrivacyReport
 
 __all__ = [
     "CALIBRATION_FORMAT",
@@ -209,8 +209,8 @@ def write_calibration(
     path: str | os.PathLike, record: dict[str, Any], *, overwrite: bool = False
 ) -> None:
     """Write a record atomically; without ``overwrite`` an existing file is an error."""
-    from dpuq._atomic import release_file
     from dpuq.io import json_text
+    from dpuq.io._atomic import release_file
 
     with release_file(path, force=overwrite, name="path") as pending:
         pending.write_text(json_text(record))

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit
-from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.mechanisms.risk import (
     certified_risk_target,
@@ -27,7 +26,8 @@ from dpuq.mechanisms.risk import (
     risk_certificate,
     risk_selection_rows,
 )
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import charge
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
     "PrivateRiskControl",

@@ -30,9 +30,9 @@ family from public quantities (:func:`dpuq.experiments.models.model_family`): fi
 and a linear head when ``N·ε`` is small (Tramèr and Boneh 2021), a small CNN otherwise.
 
 Privacy of the whole pipeline: training, temperature scaling and calibration use disjoint
-people, so parallel composition applies (:func:`dpuq.report.compose_disjoint`): each person is
-protected by the guarantee of the one part their record is in. Every part is stated under one
-relation, replace-one, so the pipeline is (max(ε_train, ε_T, ε_cal), δ_train) under it.
+people, so parallel composition applies (:func:`dpuq.privacy.report.compose_disjoint`): each
+person is protected by the guarantee of the one part their record is in. Every part is stated
+under one relation, replace-one, so the pipeline is (max(ε_train, ε_T, ε_cal), δ_train) under it.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from dpuq.experiments.common import Method, compare_on_models
 from dpuq.experiments.demo_results import DemoConfig, DemoResult, PipelineResult
 from dpuq.experiments.evaluation import random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
-from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.randomness import check_random_state
-from dpuq.report import PrivacyReport, Relation, compose_disjoint
+from dpuq.privacy.ledger import CALLER_CHARGED
+from dpuq.privacy.report import PrivacyReport, Relation, compose_disjoint
 
 __all__ = ["DemoConfig", "DemoResult", "run_demo", "write_report"]
 

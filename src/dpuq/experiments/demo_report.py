@@ -209,8 +209,8 @@ def _privacy_intro(result) -> list[str]:
             else "The model's training privacy was not declared (--train-epsilon): it is "
             "reported as not private (ε = ∞)."
         )
-    from dpuq._ledger_schema import now
     from dpuq._version import __version__
+    from dpuq.privacy._ledger_schema import now
 
     lines.append(
         f"Paper trail: written {now()[:19]} UTC by dpuq {__version__}, from the data set "

@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpuq.ledger import CALLER_CHARGED
 from dpuq.metrics.calibration import expected_calibration_error, reliability_curve
+from dpuq.privacy.ledger import CALLER_CHARGED
 from dpuq.reporting import markdown_table
 from dpuq.reporting.figures import save_tight, subplots
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpuq.ledger import CALLER_CHARGED
 from dpuq.metrics.calibration import expected_calibration_error
+from dpuq.privacy.ledger import CALLER_CHARGED
 
 __all__ = ["main"]
 

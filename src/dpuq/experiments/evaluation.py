@@ -31,10 +31,10 @@ from dpuq._progress import progress
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
 from dpuq.conformal.calibration import _order_statistic_rank, _resolve_bins_gamma
 from dpuq.conformal.scores import lac_scores
-from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.quantile import private_quantiles
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning.levels import _certified_rho, _check_method, _level, _level_from_rho
+from dpuq.privacy.ledger import CALLER_CHARGED
 
 __all__ = [
     "PrivateThresholds",

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from dpuq.ledger import CALLER_CHARGED
-from dpuq.report import PrivacyReport
+from dpuq.privacy.ledger import CALLER_CHARGED
+from dpuq.privacy.report import PrivacyReport
 
 __all__ = ["TrainedModel", "train_three_ways"]
 

@@ -33,7 +33,7 @@ from dpuq.experiments.common import (
 )
 from dpuq.experiments.evaluation import random_splits
 from dpuq.experiments.models import TrainedModel, train_three_ways
-from dpuq.report import PrivacyReport
+from dpuq.privacy.report import PrivacyReport
 from dpuq.reporting import markdown_table, text_table, write_experiment
 from dpuq.reporting.figures import grid_histograms
 

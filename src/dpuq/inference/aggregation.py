@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit
-from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.exponential import exponential_mechanism
 from dpuq.mechanisms.laplace import laplace_release, laplace_scale
+from dpuq.privacy.ledger import CALLER_CHARGED
 
 __all__ = [
     "ClampedMean",

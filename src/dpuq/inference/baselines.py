@@ -19,10 +19,10 @@ from dpuq.inference._tiles import ArrayData
 from dpuq.inference.confidence_interval import ConfidenceInterval
 from dpuq.inference.ensemble import _resolve_resamples
 from dpuq.inference.normal_laplace import normal_laplace_quantile
-from dpuq.ledger import charge
 from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import charge
+from dpuq.privacy.report import PrivacyReport, Relation
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [

@@ -58,9 +58,9 @@ from dpuq.inference.ensemble import (
 )
 from dpuq.inference.naive import NaivePrivacy, _naive_release, naive_bootstrap_privacy
 from dpuq.inference.studentized import private_studentized_cdf, studentized_half_width
-from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import charge
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
     "DEFAULT_RESAMPLES",

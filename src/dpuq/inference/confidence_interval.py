@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from dpuq.report import PrivacyReport
+from dpuq.privacy.report import PrivacyReport
 
 __all__ = [
     "ConfidenceInterval",

@@ -34,7 +34,7 @@ from dpuq.inference._data import (
 from dpuq.inference._resampling import Resamples
 from dpuq.inference._tiles import ArrayData, tile_plan
 from dpuq.mechanisms.randomness import RandomState, check_random_state
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.report import PrivacyReport, Relation
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [

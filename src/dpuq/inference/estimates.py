@@ -45,14 +45,14 @@ from dpuq.inference._data import (
     parse_statistic,
 )
 from dpuq.inference._tiles import ArrayData, exact_statistic
-from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
 )
 from dpuq.mechanisms.laplace import laplace_release, laplace_scale
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import CALLER_CHARGED, charge
+from dpuq.privacy.report import PrivacyReport, Relation
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
@@ -300,7 +300,7 @@ def private_mean(
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         Charge ε to ``dataset``'s budget after every check and before any noise is drawn
-        (:func:`dpuq.ledger.charge`), or refuse the release.
+        (:func:`dpuq.privacy.ledger.charge`), or refuse the release.
 
     Returns
     -------

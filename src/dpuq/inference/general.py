@@ -103,9 +103,9 @@ from dpuq.inference.aggregation import (
 from dpuq.inference.confidence_interval import ConfidenceInterval
 from dpuq.inference.ensemble import _resolve_resamples
 from dpuq.inference.normal_laplace import normal_laplace_quantile
-from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.exponential import exponential_mechanism
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import CALLER_CHARGED
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
     "DEFAULT_GENERAL_RESAMPLES",

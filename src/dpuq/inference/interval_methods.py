@@ -43,7 +43,7 @@ from dpuq.inference.estimates import (
 from dpuq.inference.naive import _naive_release, naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_quantile
 from dpuq.mechanisms.laplace import laplace_cdf
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.report import PrivacyReport, Relation
 
 #: How the ensemble method splits ``epsilon_cdf``: variance, half-width, asymmetry.
 ENSEMBLE_SHARES = (0.2, 0.5, 0.3)

@@ -66,8 +66,8 @@ from dpuq.inference.interval_methods import (
 )
 from dpuq.inference.naive import naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_cdf
-from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
+from dpuq.privacy.ledger import charge
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [

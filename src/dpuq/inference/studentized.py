@@ -30,8 +30,8 @@ from dpuq.inference.ensemble import (
     ensemble_plan,
     ensemble_step,
 )
-from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.privacy.ledger import charge
 
 __all__ = [
     "private_studentized_cdf",

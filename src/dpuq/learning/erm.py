@@ -30,13 +30,13 @@ from sklearn.base import ClassifierMixin
 from dpuq._estimator import NotFittedError, PrivateEstimator, RepeatedReleaseWarning
 from dpuq._validation import check_epsilon, check_in_open_unit, check_positive_int
 from dpuq.learning.concepts import ConceptClass, as_concept_class, check_binary_labels
-from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
 )
 from dpuq.mechanisms.randomness import RandomState
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import CALLER_CHARGED, charge
+from dpuq.privacy.report import PrivacyReport, Relation
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = ["PrivateERMClassifier", "pac_sample_complexity"]

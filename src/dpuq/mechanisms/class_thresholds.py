@@ -212,7 +212,7 @@ def class_thresholds(
     ``labels`` are None); the mechanism sees only these counts either way. One exact draw per
     class from its row of the law (classes are few, so the loop is over classes, never over
     data points). ``ledger``/``dataset``: charged ε (replace-one) after validation and before
-    the draw (:func:`dpuq.ledger.charge`; ``ledger=CALLER_CHARGED`` when a caller charged).
+    the draw (:func:`dpuq.privacy.ledger.charge`; ``ledger=CALLER_CHARGED`` when a caller charged).
 
     Returns
     -------

@@ -11,7 +11,7 @@ from numbers import Integral
 
 import numpy as np
 
-from dpuq.ledger import charge
+from dpuq.privacy.ledger import charge
 
 __all__ = [
     "RandomState",
@@ -64,8 +64,8 @@ def release_generator(
     """The generator of a release, handed out only after its cost is charged.
 
     The last step of every mechanism before its noise: checks ``random_state``, then charges
-    ``cost`` (ε, or a :class:`~dpuq.report.PrivacyReport`) to ``dataset`` through
-    :func:`dpuq.ledger.charge` (which may refuse the release), then returns the generator.
+    ``cost`` (ε, or a :class:`~dpuq.privacy.report.PrivacyReport`) to ``dataset`` through
+    :func:`dpuq.privacy.ledger.charge` (which may refuse the release), then returns the generator.
     Call it after every other setting is checked. ``seeded`` is recorded from ``random_state``.
 
     Parameters
@@ -76,7 +76,7 @@ def release_generator(
         knows it can undo the noise; the ledger records the release as seeded.
     ledger : dpuq.Ledger, path or None
         Charge ``cost`` to ``dataset``'s budget, or refuse the release
-        (:class:`~dpuq.ledger.BudgetExceededError`): :func:`dpuq.ledger.charge`.
+        (:class:`~dpuq.privacy.ledger.BudgetExceededError`): :func:`dpuq.privacy.ledger.charge`.
     dataset : str or None
         The name of the data set released about (alone: the default ledger).
     cost : float or PrivacyReport
@@ -128,13 +128,13 @@ def check_estimator_random_state(random_state, name: str = "random_state") -> in
 def mark_seeded(release, random_state):
     """``release`` with its privacy report flagged ``seeded=True`` if ``random_state`` is not None.
 
-    ``release`` is a :class:`~dpuq.report.PrivacyReport` or a frozen dataclass with a
+    ``release`` is a :class:`~dpuq.privacy.report.PrivacyReport` or a frozen dataclass with a
     ``privacy_report`` field (None is left alone). A seeded release is reproducible by anyone
     who knows the seed, so its report must say so.
     """
     import dataclasses
 
-    from dpuq.report import PrivacyReport
+    from dpuq.privacy.report import PrivacyReport
 
     if random_state is None or release is None:
         return release

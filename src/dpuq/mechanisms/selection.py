@@ -61,7 +61,7 @@ from dpuq.mechanisms.repetitions import (
     tnb_gamma_for_mean,
     uniform_index,
 )
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -276,7 +276,8 @@ def private_selection(
     random_state : None, int or numpy.random.Generator
         None for real releases; a seed makes the report say "seeded".
     ledger, dataset
-        Charge the total to ``dataset``'s budget before any run (:func:`dpuq.ledger.charge`).
+        Charge the total to ``dataset``'s budget before any run
+        (:func:`dpuq.privacy.ledger.charge`).
 
     Returns
     -------
@@ -351,7 +352,7 @@ def private_selection(
         ),
         seeded=random_state is not None,
     )
-    from dpuq.ledger import _within_charged_release
+    from dpuq.privacy.ledger import _within_charged_release
 
     # always charged: with DPUQ_REQUIRE_LEDGER=1 a selection without a ledger is refused.
     # settings: public (the distribution of K, the budget, |candidates|)

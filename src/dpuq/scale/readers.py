@@ -126,7 +126,7 @@ def _parquet(p: Path, label: str, column: str | None, chunk_rows: int) -> Chunke
 
 
 def _text(p: Path, label: str, column: str | None, chunk_rows: int) -> ChunkedScores:
-    from dpuq._io_text import header_column, is_data_line, text_layout, with_decimal_points
+    from dpuq.io._text import header_column, is_data_line, text_layout, with_decimal_points
 
     # the rules of dpuq.io: byte-order mark, blank and comment lines, header line
     delimiter, skip, usecols = text_layout(p, label)

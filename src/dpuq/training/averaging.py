@@ -28,7 +28,7 @@ class IterateAverage(nn.Module):
     (and cross-entropy / argmax work as on logits). Built by :func:`train_classifier` when
     ``iterate_averaging > 0``. Privacy: a function of the iterates only, i.e. post-processing
     of the sequence of iterates that DP-SGD's accounting covers (module docstring of
-    :mod:`dpuq.accounting`): no extra privacy cost.
+    :mod:`dpuq.privacy.accounting`): no extra privacy cost.
     """
 
     def __init__(self, members: list[nn.Module]) -> None:

@@ -1,7 +1,7 @@
 """DP-SGLD as an Opacus optimizer: DP-SGD whose Gaussian noise is Langevin noise.
 
 Privacy-critical: this module (with Opacus' per-sample gradients and clipping, and
-:mod:`dpuq.accounting`) is what makes training private. Needs ``torch`` and ``opacus``.
+:mod:`dpuq.privacy.accounting`) is what makes training private. Needs ``torch`` and ``opacus``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 import torch
 from opacus.optimizers import DPOptimizer
 
-from dpuq.accounting import dpsgld_noise_multiplier
+from dpuq.privacy.accounting import dpsgld_noise_multiplier
 from dpuq.training.recipe import CLIPPING
 
 __all__ = ["CLIPPING", "NORMALIZED_STABILITY", "DPSGDOptimizer", "DPSGLDOptimizer"]
@@ -92,7 +92,7 @@ class DPSGLDOptimizer(DPOptimizer):
     Poisson-subsampled Gaussian under each. Pre-noise is applied to each example's own
     gradient before clipping, so it does not change the sensitivity. Step ``t`` is the
     Poisson-subsampled Gaussian mechanism with noise multiplier ``σ_t`` (Abadi et al. 2016);
-    the steps compose adaptively and are accounted by :mod:`dpuq.accounting` from
+    the steps compose adaptively and are accounted by :mod:`dpuq.privacy.accounting` from
     :attr:`noise_history` (PLD, rigorous; GDP beside it). The guarantee holds only with
     Poisson sampling at rate ``p`` (Opacus' ``DPDataLoader`` or ``UniformWithReplacementSampler``)
     and ``expected_batch_size = p N``.

@@ -5,7 +5,7 @@ Argument (relation, sensitivity, ε, δ): each step clips every per-example grad
 Poisson-sampled batch (rate ``p``). Under replace-one neighbours a swapped record moves the
 sum by at most ``2C``, under add/remove-one an added or removed record by ``C``; the sequence
 of iterates is the adaptive composition of these subsampled Gaussian steps, accounted by
-:mod:`dpuq.accounting` (PLD by default, its replace-one support; RDP; or the GDP central
+:mod:`dpuq.privacy.accounting` (PLD by default, its replace-one support; RDP; or the GDP central
 limit approximation). The plan (σ or the temperature, and the last step) is computed from
 public quantities only (``n``, ``p``, the learning-rate schedule, the target ``(ε, δ)``), so
 stopping early reveals nothing. The noise itself is drawn by Opacus (see
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from dpuq import accounting
 from dpuq._validation import _as_float
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy import accounting
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = ["FLOATING_POINT_NOTE", "plan_noise", "private_training_report"]
 

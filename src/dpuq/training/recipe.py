@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpuq._validation import check_epsilon, check_in_open_unit, check_positive_int
-from dpuq.report import Relation
+from dpuq.privacy.report import Relation
 from dpuq.training.schedules import PolynomialDecay
 
 __all__ = [
@@ -164,7 +164,7 @@ def auto_recipe(
     ...                             n_params=26_000, n_classes=10).batch_size
     True
     """
-    from dpuq.accounting import gdp_mu_for_budget
+    from dpuq.privacy.accounting import gdp_mu_for_budget
 
     if method not in ("sgd", "dpsgd", "dpsgld"):
         raise ValueError(f"method must be one of ('sgd', 'dpsgd', 'dpsgld'), got {method!r}")

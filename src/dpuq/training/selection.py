@@ -15,7 +15,7 @@ order is at most the larger of the two parts' (parallel composition):
 ``ε_run(λ) = max(ε_DP-SGD(λ), ε_count(λ))``.
 
 - DP-SGD: ``T`` steps of the Poisson-subsampled Gaussian at rate ``p = B/N_train``, noise
-  ``σ``: :func:`dpuq.accounting.rdp_curve` (dp-accounting's RDP; replace-one by the weak
+  ``σ``: :func:`dpuq.privacy.accounting.rdp_curve` (dp-accounting's RDP; replace-one by the weak
   triangle inequality).
 - The count: sensitivity 1 (a swap changes at most one prediction's correctness), pure
   ``ε_count``-DP, hence the RDP curve :func:`dpuq.mechanisms.selection.pure_dp_rdp`.
@@ -37,9 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq import accounting
 from dpuq._validation import _as_float, check_epsilon, check_in_open_unit
-from dpuq.ledger import CALLER_CHARGED
 from dpuq.mechanisms.laplace import laplace_mechanism
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.mechanisms.repetitions import uniform_permutation
@@ -49,7 +47,9 @@ from dpuq.mechanisms.selection import (
     private_selection,
     pure_dp_rdp,
 )
-from dpuq.report import Relation
+from dpuq.privacy import accounting
+from dpuq.privacy.ledger import CALLER_CHARGED
+from dpuq.privacy.report import Relation
 
 __all__ = ["TRAINING_KEYS", "select_and_train"]
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from torch import nn
 
-from dpuq import accounting
 from dpuq._validation import _as_float, check_epsilon, check_in_open_unit, check_positive_int
-from dpuq.report import Relation
+from dpuq.privacy import accounting
+from dpuq.privacy.report import Relation
 from dpuq.training.augment import check_multiplicity
 from dpuq.training.averaging import AVERAGING
 from dpuq.training.batches import as_tensors, check_label_range, n_outputs

@@ -47,10 +47,10 @@ from typing import NamedTuple
 import numpy as np
 
 from dpuq._validation import _as_float, check_epsilon
-from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.exponential import exponential_mechanism
 from dpuq.mechanisms.randomness import RandomState
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.ledger import CALLER_CHARGED, charge
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
     "LOSSES",
@@ -261,7 +261,7 @@ def private_temperature_scaling(
         is marked ``seeded`` in the report.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         Charge ε to ``dataset``'s budget (the held-out people's) after every check and before
-        any noise is drawn (:func:`dpuq.ledger.charge`), or refuse the release.
+        any noise is drawn (:func:`dpuq.privacy.ledger.charge`), or refuse the release.
 
     Returns
     -------

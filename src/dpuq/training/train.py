@@ -20,7 +20,7 @@ from torch import nn
 from dpuq._progress import progress
 from dpuq._validation import _as_float
 from dpuq.mechanisms.randomness import mark_seeded
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.report import PrivacyReport, Relation
 from dpuq.training.augment import average_grad_samples, random_translations
 from dpuq.training.averaging import (
     AVERAGING,
@@ -138,7 +138,7 @@ def train_classifier(
     temperature : float or "auto"
         DP-SGLD's ``T > 0`` (default for ``"dpsgld"``: ``"auto"``). ``"auto"``: the smallest T
         whose planned schedule fits in the budget
-        (:func:`dpuq.accounting.calibrate_temperature`), so the
+        (:func:`dpuq.privacy.accounting.calibrate_temperature`), so the
         budget lasts exactly the planned epochs, like DP-SGD's calibrated σ.
     pre_noise_scale : float, default 0
         DP-SGLD's pre-noise standard deviation (per coordinate of each per-example gradient).
@@ -183,8 +183,8 @@ def train_classifier(
         Former names of ``iterate_averaging`` and ``averaging_start``.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         Charge the target ``(epsilon, delta)`` under ``relation`` to ``dataset``'s budget
-        before training starts (a replace-one budget converts it, see :mod:`dpuq.ledger`), or
-        refuse; ``method="sgd"`` cannot be charged (not private).
+        before training starts (a replace-one budget converts it, see
+        :mod:`dpuq.privacy.ledger`), or refuse; ``method="sgd"`` cannot be charged (not private).
 
     Returns
     -------
@@ -256,10 +256,10 @@ def train_classifier(
     )  # fmt: skip
     temperature = details.get("temperature", temperature)
 
-    from dpuq.ledger import ledger_required
+    from dpuq.privacy.ledger import ledger_required
 
     if ledger is not None or dataset is not None or (private and ledger_required()):
-        from dpuq.ledger import charge
+        from dpuq.privacy.ledger import charge
 
         cost = (epsilon, delta) if private else (math.inf, 1.0)
         what, seeded = f"train_classifier ({method})", random_state is not None

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from dpuq.report import PrivacyReport
+from dpuq.privacy.report import PrivacyReport
 from dpuq.reporting import MARKER, atomic_output_dir, check_output_dir
 from dpuq.reporting.figures import coverage_size_histograms
 from dpuq.reporting.html import Example, ReportPage, figure_png, image_png, render_page
@@ -163,16 +163,16 @@ class TestOutputFolder:
 
 
 class TestRelations:
-    """dpuq.report: one closed type of neighbouring relation; conversion; composition."""
+    """dpuq.privacy.report: one closed type of neighbouring relation; conversion; composition."""
 
     @staticmethod
     def _r(eps, delta=0.0, relation="replace-one", seeded=False, name="m"):
-        from dpuq.report import PrivacyReport
+        from dpuq.privacy.report import PrivacyReport
 
         return PrivacyReport(name, epsilon=eps, delta=delta, relation=relation, seeded=seeded)
 
     def test_relation_is_a_closed_type(self):
-        from dpuq.report import Relation
+        from dpuq.privacy.report import Relation
 
         assert self._r(1.0, relation="add/remove-one").relation is Relation.ADD_REMOVE
         assert self._r(1.0, relation="REPLACE_ONE").relation is Relation.REPLACE_ONE
@@ -198,7 +198,7 @@ class TestRelations:
 
     @pytest.mark.parametrize("compose", ["compose_sequential", "compose_disjoint"])
     def test_mixed_composition_refused_with_both_relations_named(self, compose):
-        from dpuq import report as rep
+        from dpuq.privacy import report as rep
 
         parts = [self._r(1.0), self._r(0.5, 1e-5, "add/remove-one")]
         with pytest.raises(ValueError) as err:
@@ -210,7 +210,7 @@ class TestRelations:
     def test_explicit_conversion_never_understates(self):
         import math
 
-        from dpuq.report import compose_disjoint, compose_sequential
+        from dpuq.privacy.report import compose_disjoint, compose_sequential
 
         cal, train = self._r(1.0), self._r(0.8, 1e-5, "add/remove-one")
         seq = compose_sequential([cal, train], "pipeline", relation="replace-one")
@@ -223,7 +223,7 @@ class TestRelations:
             assert composed.epsilon >= max(p.under("replace-one").epsilon for p in (cal, train))
 
     def test_like_with_like_adds(self):
-        from dpuq.report import compose_disjoint, compose_sequential
+        from dpuq.privacy.report import compose_disjoint, compose_sequential
 
         parts = [self._r(0.5), self._r(0.25), self._r(1.0, 1e-6)]
         assert compose_sequential(parts, "s").epsilon == pytest.approx(1.75)
@@ -232,7 +232,7 @@ class TestRelations:
 
     @pytest.mark.parametrize("compose", ["compose_sequential", "compose_disjoint"])
     def test_seeded_propagates(self, compose):
-        from dpuq import report as rep
+        from dpuq.privacy import report as rep
 
         fresh = getattr(rep, compose)([self._r(1.0), self._r(1.0)], "p")
         assert not fresh.seeded and "seeded" not in str(fresh)
@@ -257,7 +257,7 @@ class TestRelations:
         pytest.importorskip("opacus")
         import numpy as np
 
-        from dpuq.report import compose_disjoint
+        from dpuq.privacy.report import compose_disjoint
         from dpuq.training import small_cnn, train_classifier
 
         rng = np.random.default_rng(0)

@@ -13,14 +13,14 @@ seeing earlier outputs, which is how a ledger is used (Rogers et al. 2016, "Priv
 filters"); tighter composition theorems (advanced, PLD) are not all valid for such adaptively
 chosen costs, so the ledger does not use them. A cost stated under add/remove-one is charged to a
 replace-one budget converted by group privacy, ``(2ε, (1 + e^ε) δ)``
-(:meth:`dpuq.report.PrivacyReport.under`), and the history keeps both; a replace-one cost is
+(:meth:`dpuq.privacy.report.PrivacyReport.under`), and the history keeps both; a replace-one cost is
 refused by an add/remove-one budget (no conversion exists).
 
 The file: WAL journal (readers never block the writer), ``synchronous=FULL`` (a committed spend
 survives a power cut), a ``schema_version`` table, migrations that only add.
-The file itself (schema, migrations, transactions) is :mod:`dpuq._ledger_schema`; when a
+The file itself (schema, migrations, transactions) is :mod:`dpuq.privacy._ledger_schema`; when a
 release must be charged (``DPUQ_REQUIRE_LEDGER``, caller-charged draws) is
-:mod:`dpuq._ledger_gate`. The check of what is left and the recording of a spend share one
+:mod:`dpuq.privacy._ledger_gate`. The check of what is left and the recording of a spend share one
 write transaction, in :meth:`Ledger.reserve`.
 
 Examples
@@ -34,7 +34,7 @@ Examples
 >>> ledger.reserve("patients", 1.0, what="another threshold")
 Traceback (most recent call last):
 ...
-dpuq.ledger.BudgetExceededError: privacy budget of data set 'patients' exceeded: ...
+dpuq.privacy.ledger.BudgetExceededError: privacy budget of data set 'patients' exceeded: ...
 """
 
 from __future__ import annotations
@@ -48,16 +48,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dpuq._ledger_gate import (
+from dpuq.privacy._ledger_gate import (
     CALLER_CHARGED,
     REQUIRE_LEDGER_ENV,
     LedgerRequiredError,
     ledger_required,
 )
-from dpuq._ledger_gate import _CallerCharged as _CallerCharged  # pickles made before 0.3
-from dpuq._ledger_gate import _simulation as _simulation  # re-exported (dpuq reproduce, demo)
-from dpuq._ledger_gate import _within_charged_release as _within_charged_release  # re-exported
-from dpuq._ledger_schema import (
+from dpuq.privacy._ledger_gate import _CallerCharged as _CallerCharged  # pickles made before 0.3
+from dpuq.privacy._ledger_gate import (
+    _simulation as _simulation,  # re-exported (dpuq reproduce, demo)
+)
+from dpuq.privacy._ledger_gate import (
+    _within_charged_release as _within_charged_release,  # re-exported
+)
+from dpuq.privacy._ledger_schema import (
     INSERT_COLUMNS,
     RELEASE_COLUMNS,
     SCHEMA_VERSION,
@@ -70,7 +74,7 @@ from dpuq._ledger_schema import (
     default_ledger_path,
     now,
 )
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
     "CALLER_CHARGED",
@@ -410,8 +414,8 @@ def charge(
     ``DPUQ_REQUIRE_LEDGER=1`` is set: then the release is refused with
     :class:`LedgerRequiredError` (before any noise). ``dataset`` alone: the default ledger
     (:func:`default_ledger_path`). ``cost`` is ε (with ``delta``, ``relation``) or a
-    :class:`~dpuq.report.PrivacyReport`. ``settings``: the release's public settings, kept in
-    the history (never a data value). ``ledger=CALLER_CHARGED``: charged by the caller.
+    :class:`~dpuq.privacy.report.PrivacyReport`. ``settings``: the release's public settings,
+    kept in the history (never a data value). ``ledger=CALLER_CHARGED``: charged by the caller.
 
     Examples
     --------

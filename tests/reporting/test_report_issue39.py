@@ -16,7 +16,7 @@ from matplotlib.colors import to_rgb
 
 from dpuq.experiments import demo_report, demo_results
 from dpuq.experiments.evaluation import ScorePool, evaluate_thresholds
-from dpuq.report import PrivacyReport, compose_disjoint
+from dpuq.privacy.report import PrivacyReport, compose_disjoint
 from dpuq.reporting.figures import set_size_bars
 from dpuq.reporting.html import ReportPage, figure_png, render_page
 

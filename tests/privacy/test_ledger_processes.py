@@ -25,7 +25,7 @@ from dpuq import (
     calibrate,
 )
 from dpuq.cli import main
-from dpuq.ledger import BudgetExceededError, Ledger
+from dpuq.privacy.ledger import BudgetExceededError, Ledger
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -122,7 +122,7 @@ def test_concurrent_exclusive_creation_one_winner_one_spend(tmp_path, scores):
 
 _RESERVE_AND_HANG = """
 import sys, time
-from dpuq.ledger import Ledger
+from dpuq.privacy.ledger import Ledger
 with Ledger(sys.argv[1]).spend("icu", 1.0, what="killed release") as receipt:
     print("reserved", flush=True)
     time.sleep(600)
@@ -232,7 +232,7 @@ def test_write_failing_after_the_release_keeps_the_old_file(tmp_path):
     out = tmp_path / "big.json"
     out.write_text("old release\n")
     body = textwrap.dedent(f"""
-        from dpuq._atomic import release_file
+        from dpuq.io._atomic import release_file
         with release_file({str(out)!r}, force=True, reserve=0) as f:
             f.write_text("x" * 50000)
             f.commit()

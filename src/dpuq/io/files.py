@@ -17,7 +17,7 @@ Formats, chosen by the file's suffix:
 
 Every problem is a :class:`ValueError` (or :class:`ImportError` for a missing optional reader)
 whose one-line message names the option, the file and what is wrong, so that the command line
-can print it as is. The text-file rules are implemented in :mod:`dpuq._io_text`.
+can print it as is. The text-file rules are implemented in :mod:`dpuq.io._text`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._io_text import _decimal_point as _decimal_point  # re-exported (chunked readers)
-from dpuq._io_text import _read_text, is_data_line, text_layout
+from dpuq.io._text import _decimal_point as _decimal_point  # re-exported (chunked readers)
+from dpuq.io._text import _read_text, is_data_line, text_layout
 
 __all__ = [
     "READ_SUFFIXES",
@@ -261,8 +261,8 @@ def json_text(obj: dict[str, Any]) -> str:
 
 
 def write_json(path, obj: dict[str, Any]) -> None:
-    """Write ``obj`` as indented JSON, atomically (:mod:`dpuq._atomic`)."""
-    from dpuq._atomic import atomic_write
+    """Write ``obj`` as indented JSON, atomically (:mod:`dpuq.io._atomic`)."""
+    from dpuq.io._atomic import atomic_write
 
     text = json_text(obj)
     atomic_write(path, lambda f: f.write_text(text))
@@ -274,7 +274,7 @@ def write_sets(path, sets: np.ndarray, classes: list) -> None:
     ``.csv``: a 0/1 column per class (header: the class); ``.json``: for each row the list of
     classes in its set; ``.npy``: the boolean array.
     """
-    from dpuq._atomic import atomic_write
+    from dpuq.io._atomic import atomic_write
 
     p = Path(path)
     suffix = p.suffix.lower()
@@ -298,7 +298,7 @@ def write_sets(path, sets: np.ndarray, classes: list) -> None:
 def write_intervals(path, intervals: np.ndarray) -> None:
     """Write (n, 2) intervals: ``.csv`` (columns lower, upper; ``inf`` for unbounded),
     ``.json`` (lists; ``"inf"``/``"-inf"`` for unbounded) or ``.npy``."""
-    from dpuq._atomic import atomic_write
+    from dpuq.io._atomic import atomic_write
 
     p = Path(path)
     suffix = p.suffix.lower()

@@ -4,8 +4,8 @@ Migrations only add (new tables, new columns with defaults); :data:`SCHEMA_VERSI
 newest one this dpuq knows, recorded in the file's ``schema_version`` table.
 :class:`LedgerFile` opens the file (WAL journal, ``synchronous=FULL``), runs write
 transactions that hold the lock from their start (``BEGIN IMMEDIATE``) and migrates; the
-budgets and spends built on it are :class:`dpuq.ledger.Ledger`'s. The errors are those of
-:mod:`dpuq.ledger`, where they are public.
+budgets and spends built on it are :class:`dpuq.privacy.ledger.Ledger`'s. The errors are those of
+:mod:`dpuq.privacy.ledger`, where they are public.
 """
 
 from __future__ import annotations
@@ -152,13 +152,13 @@ INSERT_COLUMNS = ", ".join([*list(Release.__dataclass_fields__)[1:], "pid", "hos
 class BudgetError(ValueError):
     """A ledger refusal: no budget for the data set, or a bad budget."""
 
-    __module__ = "dpuq.ledger"  # its public name (re-exported there), as tracebacks show it
+    __module__ = "dpuq.privacy.ledger"  # its public name (re-exported there), as tracebacks show it
 
 
 class BudgetExceededError(BudgetError):
     """The release would exceed what is left of the data set's privacy budget."""
 
-    __module__ = "dpuq.ledger"
+    __module__ = "dpuq.privacy.ledger"
 
 
 def default_ledger_path() -> Path:
@@ -173,7 +173,7 @@ def default_ledger_path() -> Path:
 class LedgerFile:
     """The SQLite file of a ledger: opening, write transactions, migrations, budget rows.
 
-    The base of :class:`dpuq.ledger.Ledger` (which documents the parameters); what a budget
+    The base of :class:`dpuq.privacy.ledger.Ledger` (which documents the parameters); what a budget
     and a spend mean is there, how they are stored is here.
     """
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dpuq
-from dpuq.ledger import (
+from dpuq.privacy.ledger import (
     SCHEMA_VERSION,
     BudgetError,
     BudgetExceededError,
@@ -17,7 +17,7 @@ from dpuq.ledger import (
     compose_costs,
     default_ledger_path,
 )
-from dpuq.report import PrivacyReport, Relation
+from dpuq.privacy.report import PrivacyReport, Relation
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from dpuq import accounting as A
+from dpuq.privacy import accounting as A
 
 P_MNIST = 256 / 60000
 AR = "add/remove-one"  # the relation of the SPEC's known values and of Opacus

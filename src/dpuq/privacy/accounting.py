@@ -5,8 +5,8 @@ Poisson sampling with rate ``p = B / N``, clips every per-example gradient to L2
 ``N(0, σ_t² C² I)`` to their sum. One step is the Poisson-subsampled Gaussian mechanism with
 noise multiplier ``σ_t`` (sensitivity ``C``, noise ``σ_t C``). Steps compose adaptively.
 
-- **Neighbouring relation** (:class:`dpuq.report.Relation`), named by every function here with
-  ``relation=`` (default replace-one, the relation of the rest of dpuq):
+- **Neighbouring relation** (:class:`dpuq.privacy.report.Relation`), named by every function
+  here with ``relation=`` (default replace-one, the relation of the rest of dpuq):
 
   - *replace-one* (``N`` public; one person's record swapped for another's): by PLD,
     dp-accounting's own analysis of the Poisson-subsampled Gaussian under
@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from dpuq._validation import _as_float, check_epsilon, check_positive_int
-from dpuq.accountants import (
+from dpuq.privacy.accountants import (
     DEFAULT_DISCRETIZATION,
     _check_bucket_ratio,
     _check_delta,
@@ -61,7 +61,7 @@ from dpuq.accountants import (
     rdp_curve,
     rdp_epsilon,
 )
-from dpuq.report import Relation
+from dpuq.privacy.report import Relation
 
 __all__ = [
     "ACCOUNTANTS",

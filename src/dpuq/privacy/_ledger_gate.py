@@ -1,10 +1,10 @@
 """When a release must be charged: the ledger requirement, caller-charged draws, simulations.
 
-:func:`dpuq.ledger.charge` consults these before charging: ``DPUQ_REQUIRE_LEDGER=1`` makes a
+:func:`dpuq.privacy.ledger.charge` consults these before charging: ``DPUQ_REQUIRE_LEDGER=1`` makes a
 ledger mandatory for every release (:func:`ledger_required`), dpuq's own composite releases
 pass :data:`CALLER_CHARGED` to the mechanisms they are built from (the composite charged its
 total once), and dpuq's own experiments run inside :func:`_simulation`. Public through
-:mod:`dpuq.ledger`.
+:mod:`dpuq.privacy.ledger`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import contextvars
 import os
 from collections.abc import Iterator
 
-from dpuq._ledger_schema import BudgetError
+from dpuq.privacy._ledger_schema import BudgetError
 
 __all__ = ["CALLER_CHARGED", "REQUIRE_LEDGER_ENV", "LedgerRequiredError", "ledger_required"]
 
@@ -22,7 +22,7 @@ __all__ = ["CALLER_CHARGED", "REQUIRE_LEDGER_ENV", "LedgerRequiredError", "ledge
 class LedgerRequiredError(BudgetError):
     """``DPUQ_REQUIRE_LEDGER=1`` is set and a release was asked for without a ledger."""
 
-    __module__ = "dpuq.ledger"  # its public name (re-exported there)
+    __module__ = "dpuq.privacy.ledger"  # its public name (re-exported there)
 
 
 class _CallerCharged:

@@ -1,9 +1,10 @@
-"""The accountants of :mod:`dpuq.accounting`: GDP (central limit), PLD and RDP (dp-accounting).
+"""The accountants of :mod:`dpuq.privacy.accounting`: GDP (central limit), PLD and RDP
+(dp-accounting).
 
 Each takes a schedule of noise multipliers ``σ_t`` at Poisson sampling rate ``p`` and a
 neighbouring relation, and bounds (or, GDP, approximates) the ε at a given δ; the setting,
-the relations and the arguments are in :mod:`dpuq.accounting`'s docstring, which is the
-module users call (``dpuq.accounting.epsilon_spent(..., accountant=...)``).
+the relations and the arguments are in :mod:`dpuq.privacy.accounting`'s docstring, which is the
+module users call (``dpuq.privacy.accounting.epsilon_spent(..., accountant=...)``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 from dpuq._validation import _as_float, check_in_open_unit, first_nonpositive
-from dpuq.report import Relation
+from dpuq.privacy.report import Relation
 
 __all__ = [
     "DEFAULT_DISCRETIZATION",
@@ -250,7 +251,7 @@ def _compose(pld_lib, groups, p: float, discretization: float, relation: Relatio
 
 
 def _pld_max_steps(p: float, s: np.ndarray, eps: float, d: float, r: float, rel: Relation) -> int:
-    """PLD part of :func:`dpuq.accounting.max_steps`: the longest prefix of ``s`` within ε.
+    """PLD part of :func:`dpuq.privacy.accounting.max_steps`: the longest prefix of ``s`` within ε.
 
     Runs of steps in one bucket are composed whole while they fit; in the run that does not,
     the prefix length is bisected (ε of a prefix grows with its length).

@@ -3,7 +3,7 @@
 #   ./run.sh demo [ARGS]   the main job: `dpuq demo` on sklearn's digits
 #   ./run.sh test          lint + the docs site (strict) + the default test suite (CI; .ci/run)
 #   ./run.sh slow          the slow statistical suites (pytest -m slow)
-#   ./run.sh bench         the benchmarks (medians into docs/benchmarks.md)
+#   ./run.sh bench         the benchmarks (medians into docs/explanation/benchmarks.md)
 #   ./run.sh dpuq ARGS     any other dpuq command
 set -euo pipefail
 cd "$(dirname "$0")"

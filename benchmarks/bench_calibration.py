@@ -1,4 +1,5 @@
-"""Timings of the private calibration core (issue 2). Prints medians; see docs/benchmarks.md.
+"""Timings of the private calibration core (issue 2). Prints medians; see
+docs/explanation/benchmarks.md.
 
 Run: ``./run.sh bench`` or ``.venv/bin/python benchmarks/bench_calibration.py``.
 """

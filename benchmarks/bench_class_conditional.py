@@ -1,5 +1,5 @@
 """Timings of class-conditional private calibration (issue 14). Prints medians; see
-docs/benchmarks.md.
+docs/explanation/benchmarks.md.
 
 Run: ``.venv/bin/python benchmarks/bench_class_conditional.py``.
 """

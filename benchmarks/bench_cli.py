@@ -1,4 +1,5 @@
-"""Timings of `dpuq calibrate` on 10^6 scores (issue 6). Prints medians; see docs/benchmarks.md.
+"""Timings of `dpuq calibrate` on 10^6 scores (issue 6). Prints medians; see
+docs/explanation/benchmarks.md.
 
 The whole process is timed (interpreter start-up, imports, reading the file, the release,
 writing the JSON), as a user runs it, then its parts in-process.

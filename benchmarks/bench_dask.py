@@ -5,7 +5,7 @@ and each size, a fresh client process connects to the cluster, generates the dat
 workers (``dask.array.random.default_rng``, chunks of 2^22, persisted there: the client never
 holds them), warms up on a small array, reads its resident memory, runs the release and reads
 its peak memory: the difference is what the release costs the client ("client growth").
-Prints medians; figures in docs/benchmarks.md.
+Prints medians; figures in docs/explanation/benchmarks.md.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_dask.py [--sizes 1e7 1e8]
 [--workers 2 1] [--numpy]`` (``--numpy``: also the in-memory release in a separate process,

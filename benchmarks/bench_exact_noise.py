@@ -1,6 +1,6 @@
 """Cost of exact noise (issue 12): exact Laplace vs numpy's floating-point Laplace, the exact
 exponential-mechanism sampler, and a private confidence interval with exact noise. Prints
-medians; see docs/benchmarks.md.
+medians; see docs/explanation/benchmarks.md.
 
 Run: ``.venv/bin/python benchmarks/bench_exact_noise.py`` (with ``--pci-only`` it times only
 the confidence interval, so that the figure can be taken on an older checkout too).

@@ -16,7 +16,6 @@ import time
 
 import numpy as np
 from _timing import median_time
-from dpuq.mechanisms.quantile import private_quantiles
 
 import dpuq
 from dpuq.experiments.evaluation import (
@@ -26,6 +25,7 @@ from dpuq.experiments.evaluation import (
     split_conformal_thresholds,
 )
 from dpuq.experiments.synthetic_logits import softmax, synthetic_imagenet_logits
+from dpuq.mechanisms.quantile import private_quantiles
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""Coverage and width of private intervals for clinicians' statistics (docs/general_intervals.md).
+"""Coverage and width of private intervals for clinicians' statistics
+(docs/how-to/general_intervals.md).
 
 Four statistics with known population values: an OLS slope (heteroscedastic errors), a
 logistic-regression log odds ratio, an AUC and the 90th percentile of a lab value. For each

@@ -1,5 +1,5 @@
 """Private online conformal thresholds (issue 37): time per stream and per person, batch and
-incremental, and the non-private ACI baseline. Prints medians; see docs/benchmarks.md.
+incremental, and the non-private ACI baseline. Prints medians; see docs/explanation/benchmarks.md.
 
 Run: ``.venv/bin/python benchmarks/bench_online.py``
 """

@@ -1,5 +1,5 @@
 """Timings of private bootstrap confidence intervals (issue 5). Prints medians; see
-docs/benchmarks.md.
+docs/explanation/benchmarks.md.
 
 Run: ``./run.sh bench`` or ``.venv/bin/python benchmarks/bench_private_bootstrap.py``.
 """

@@ -1,4 +1,4 @@
-"""Timings of private ERM (issue 4). Prints medians; see docs/benchmarks.md.
+"""Timings of private ERM (issue 4). Prints medians; see docs/explanation/benchmarks.md.
 
 Run: ``./run.sh bench`` or ``.venv/bin/python benchmarks/bench_private_erm.py``.
 """

@@ -9,7 +9,7 @@
    interleaved rounds, one torch thread. The ratio is per run of 2 epochs (so the one-off
    calibration counts).
 
-Run: ``.venv/bin/python benchmarks/bench_recipe.py``. Figures: docs/benchmarks.md.
+Run: ``.venv/bin/python benchmarks/bench_recipe.py``. Figures: docs/explanation/benchmarks.md.
 """
 
 from __future__ import annotations

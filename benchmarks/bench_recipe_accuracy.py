@@ -6,7 +6,8 @@ tested on the 10,000 test images; wall time per run.
 ``demo``: the full ``dpuq demo`` (digits, ε = 3) per seed: accuracy, ECE and private set sizes
 of each model, and the wall time.
 
-``fashion-table1``: the same at docs/dpsgld.md's Table 1 setting (ε = 0.5), DP-SGD and DP-SGLD.
+``fashion-table1``: the same at docs/explanation/dpsgld.md's Table 1 setting (ε = 0.5), DP-SGD and
+DP-SGLD.
 
 Run: ``.venv/bin/python benchmarks/bench_recipe_accuracy.py fashion|fashion-table1|demo
 [seeds]``.
@@ -80,7 +81,9 @@ def demo(seeds: list[int]) -> None:
 if __name__ == "__main__":
     which = sys.argv[1]
     seeds = [int(s) for s in sys.argv[2:]] or [0, 1, 2]
-    if which == "fashion-table1":  # docs/dpsgld.md's setting: ε = 0.5, DP-SGD and DP-SGLD
+    if (
+        which == "fashion-table1"
+    ):  # docs/explanation/dpsgld.md's setting: ε = 0.5, DP-SGD and DP-SGLD
         fashion(seeds, methods=("dpsgd", "dpsgld"), epsilon=0.5)
     else:
         {"fashion": fashion, "demo": demo}[which](seeds)

@@ -9,10 +9,10 @@ temperature fit on the test people, and the ECE of labels drawn from the model's
 probabilities (a perfectly calibrated model: the estimation floor of ECE at that test size).
 
 ``digits_demo`` is for MEASURING the ECE floor and checking a decision on the demo's own split,
-never for choosing a setting (docs/training.md says which figure came from where).
+never for choosing a setting (docs/how-to/training.md says which figure came from where).
 
 Run: ``.venv/bin/python benchmarks/bench_recipe_tuning.py [name or row(...) expression ...]``,
-names from :data:`EXPERIMENTS` (the rows behind docs/training.md's tables), e.g.
+names from :data:`EXPERIMENTS` (the rows behind docs/how-to/training.md's tables), e.g.
 ``... bench_recipe_tuning.py floor split augmentation`` or
 ``... "row('lr 1', 597, 200, LEARNING_RATE=1.0)"``.
 """

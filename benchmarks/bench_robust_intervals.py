@@ -1,6 +1,6 @@
 """Private median and trimmed-mean intervals at n = 10^6 and 10^7 (issue 16): wall time and
 peak memory, medians over repeats, each run in a fresh process (peak RSS is per process).
-See docs/benchmarks.md.
+See docs/explanation/benchmarks.md.
 
 Run: ``.venv/bin/python benchmarks/bench_robust_intervals.py [--repeats 3] [--sizes 6 7]``.
 """

@@ -1,6 +1,6 @@
 """Total ε of private selection with E[K] = 10 runs at per-run ε ≈ 1, against naive composition.
 
-Data-free (accounting only). Prints a markdown table for docs/hyperparameter_selection.md.
+Data-free (accounting only). Prints a markdown table for docs/how-to/hyperparameter_selection.md.
 Run: ``PYTHONPATH=src python benchmarks/private_selection_budget.py``.
 """
 

@@ -1,4 +1,4 @@
-"""Write docs/planning.md from `dpuq plan` (run: python docs/gen_planning.py).
+"""Write docs/how-to/planning.md from `dpuq plan` (run: python docs/gen_planning.py).
 
 The tests check that the committed page equals what this script writes, so the page cannot go
 stale when the planning code changes.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-PAGE = Path(__file__).with_name("planning.md")
+PAGE = Path(__file__).parent / "how-to" / "planning.md"
 NS = (100, 200, 500, 1000, 2000, 5000, 10000)
 EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 EXAMPLE = (1000, 0.1, 1.0)

@@ -21,7 +21,7 @@ def test_every_page_in_the_nav_exists():
 
 
 def test_api_pages_name_modules_that_exist():
-    for page in (DOCS / "api").glob("*.md"):
+    for page in (DOCS / "reference").glob("*.md"):
         for module in re.findall(r"^::: ([\w.]+)", page.read_text(), flags=re.MULTILINE):
             assert importlib.util.find_spec(module) is not None, (page.name, module)
 
@@ -31,6 +31,6 @@ def test_planning_page_is_generated_from_dpuq_plan():
     spec = importlib.util.spec_from_file_location("gen_planning", DOCS / "gen_planning.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    assert (DOCS / "planning.md").read_text(encoding="utf-8") == gen.render(), (
-        "docs/planning.md is stale: run `python docs/gen_planning.py`"
+    assert (DOCS / "how-to" / "planning.md").read_text(encoding="utf-8") == gen.render(), (
+        "docs/how-to/planning.md is stale: run `python docs/gen_planning.py`"
     )

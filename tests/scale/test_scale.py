@@ -467,7 +467,7 @@ def test_bootstrap_cdf_estimators_dask_equal_memory(client):
 
 
 def test_parquet_example_releases_calibration_interval_and_class_thresholds(client, tmp_path):
-    """The docs/scale.md example on a tiny partitioned Parquet data set: the same releases
+    """The docs/how-to/scale.md example on a tiny partitioned Parquet data set: the same releases
     as in memory from the same rows."""
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")

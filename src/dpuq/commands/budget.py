@@ -1,4 +1,5 @@
-"""``dpuq budget``: set and read the privacy budgets of named data sets (see docs/ledger.md)."""
+"""``dpuq budget``: set and read the privacy budgets of named data sets (see
+docs/how-to/ledger.md)."""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ def register(subparsers) -> None:
         choices=("certified", "paper"),
         default="certified",
         help="calibration method: 'certified' (default: rank utility at the certified level) "
-        "or 'paper' (Algorithm 3 of Angelopoulos et al. 2022); see docs/calibration.md",
+        "or 'paper' (Algorithm 3 of Angelopoulos et al. 2022); see docs/explanation/calibration.md",
     )
     add_seed_argument(release)
     from dpuq.commands.class_conditional import HELP as CLASS_CONDITIONAL_HELP

@@ -14,7 +14,7 @@ Read conformity scores in [0, 1] (low = conforms) in arrival order, one per pers
 write the threshold each person gets: person i's set is {y : S(x_i, y) <= t_i}, t_i computed
 from earlier people only. The thresholds follow drift (a quantile tracker on error counts of
 blocks of people, released with exact Laplace noise): for ANY score sequence the long-run
-miscoverage is within a stated bound of --alpha (docs/online.md). A threshold >= 1 is the
+miscoverage is within a stated bound of --alpha (docs/how-to/online.md). A threshold >= 1 is the
 full set, < 0 the empty set.
 
 Privacy: epsilon-DP (delta = 0) for each person over the whole written sequence, replace-one

@@ -241,7 +241,7 @@ def calibrate(
     (:func:`dpuq.planning.certified_level`). ``method="paper"`` (Angelopoulos et al., Algorithm 3 of
     Angelopoulos et al. 2022): the paper's weighted utility at the inflated level q̃. Either
     way ``P(Y in C(X)) >= 1 - alpha`` for a new exchangeable point, where
-    ``C(x) = {y : S(x, y) <= threshold}``; docs/calibration.md compares the two.
+    ``C(x) = {y : S(x, y) <= threshold}``; docs/explanation/calibration.md compares the two.
 
     Privacy: ε-DP, δ = 0, neighbouring relation replace-one with ``n`` public. When no level
     is informative the threshold is 1.0 (full sets), nothing is sampled, and an

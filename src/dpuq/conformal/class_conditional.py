@@ -117,7 +117,8 @@ def calibrate_by_class(
 
     For every class y and a new exchangeable point of that class,
     ``P(S(X, y) <= T_y | Y = y) >= 1 - alpha``, whatever the class sizes (proof in
-    ``docs/class_conditional.md``). The price: a class with few calibration points gets a high
+    ``docs/how-to/class_conditional.md``). The price: a class with few calibration points gets a
+    high
     threshold (its label enters many sets); an empty class gets ``T = 1`` with probability at
     least ``1 - alpha``.
 

@@ -10,7 +10,7 @@ Certificate. Per class, ``ε_c = ε/2``; with ``g(t) = 1 / (1 + (m-1) exp(-ε_c 
 a class with ``n`` calibration points, for any ``0 <= ρ <= n + P``: the test point's rank k
 among the ``n + 1`` real scores is uniform, and given it the released bin falls below the test
 point's bin with probability at most ``r_k / (1 + r_k)``, ``r_k = (m-1) exp(-(ε_c/2)(ρ-k+1))``
-(proof in ``docs/class_conditional.md``). The term ``k = n + 1`` is what the padding buys:
+(proof in ``docs/how-to/class_conditional.md``). The term ``k = n + 1`` is what the padding buys:
 with it, ``cert -> 1`` as ρ grows, so every class size, 0 included, has a valid level.
 
 Schedule. ``ρ*(n)`` = the smallest integer ρ with ``cert(n, ρ) >= 1 - alpha``. For fixed ρ,

@@ -57,7 +57,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         Extra keyword arguments of the score (e.g. ``{"lam": 0.01, "k_reg": 5}`` for RAPS).
         APS and RAPS are randomized by default here (``{"randomized": False}`` turns it off):
         a confident model puts almost all deterministic APS scores in the top bin, where no
-        private threshold can separate them (docs/calibration.md).
+        private threshold can separate them (docs/explanation/calibration.md).
     random_state : None or int
         None (default) draws fresh OS entropy at every release: use it for real releases. An
         int seed gives the same release at every call on the same data (experiments and tests

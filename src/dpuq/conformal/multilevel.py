@@ -12,7 +12,7 @@ and the served ones are one ε-DP draw whose settings are fixed before the data 
 
 Coverage: level l's threshold covers with probability at least ``cert(ρ_l)`` computed with
 ``M_l + 1`` bins (:func:`dpuq.mechanisms.joint_quantiles.joint_union_sizes`), at least
-``1 - alpha_l`` (docs/calibration.md, "Several levels").
+``1 - alpha_l`` (docs/explanation/calibration.md, "Several levels").
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def calibrate_levels(
         notes.append(set_aside_message(n, alphas, left_out, epsilon, m))  # calibrate warns
     report = PrivacyReport(
         mechanism="joint exponential mechanism over ordered tuples of binned thresholds "
-        "(rank utility -max_l d_l, certified levels; dpuq docs/calibration.md)",
+        "(rank utility -max_l d_l, certified levels; dpuq docs/explanation/calibration.md)",
         epsilon=epsilon,
         delta=0.0,
         relation=Relation.REPLACE_ONE,

@@ -3,7 +3,7 @@
 :func:`risk_control` releases one index of a public grid ``λ_1 < ... < λ_m`` with
 ``E[L_{n+1}(λ̂)] <= alpha`` for exchangeable loss vectors, by the ε-DP selection of
 :mod:`dpuq.mechanisms.risk` at the largest target ``τ`` whose certificate reaches ``alpha``
-(proof: docs/risk_control.md). Privacy: ε-DP, δ = 0, replace-one with ``n`` public; the data
+(proof: docs/how-to/risk_control.md). Privacy: ε-DP, δ = 0, replace-one with ``n`` public; the data
 enter only through the loss sums ``S_j``. Loss helpers: :func:`false_negative_losses`
 (multi-label sets of findings) and :func:`interval_losses` (regression intervals).
 :func:`conformal_risk_control` is the non-private baseline.
@@ -114,7 +114,8 @@ def risk_control(
     (:mod:`dpuq.mechanisms.risk`). ``τ*`` depends only on ``(n, alpha, epsilon, m)``.
     Guarantee: for exchangeable loss vectors (calibration and test) that are nonincreasing in
     λ, in [0, 1] and 0 at ``λ_m``, ``E[L_{n+1}(λ̂)] <= certified_risk <= alpha``
-    (docs/risk_control.md). When no target is certified, ``λ_m`` is released (risk 0), nothing
+    (docs/how-to/risk_control.md). When no target is certified, ``λ_m`` is released (risk 0),
+    nothing
     is sampled, and the report says so.
 
     Parameters
@@ -173,7 +174,7 @@ def risk_control(
         cert = risk_certificate(n, target, eps, m)
     report = PrivacyReport(
         mechanism="exponential mechanism over a public lambda grid (private conformal risk "
-        "control; dpuq docs/risk_control.md)",
+        "control; dpuq docs/how-to/risk_control.md)",
         epsilon=eps,
         delta=0.0,
         relation=Relation.REPLACE_ONE,

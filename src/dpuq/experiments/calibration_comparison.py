@@ -1,8 +1,9 @@
-"""Certified vs paper calibration vs split conformal on shipped data (docs/calibration.md).
+"""Certified vs paper calibration vs split conformal on shipped data
+(docs/explanation/calibration.md).
 
 Run (about a minute on one core; Fashion-MNIST is used when its Debian package is installed)::
 
-    python -m dpuq.experiments.calibration_comparison --out docs/calibration_tables.md
+    python -m dpuq.experiments.calibration_comparison --out docs/assets/calibration_tables.md
 
 Data: sklearn's digits (a logistic regression trained on 297 images, a pool of 1500 for
 calibration + test) and Fashion-MNIST (a logistic regression on 10,000 training images, the

@@ -12,8 +12,9 @@ are released from the calibration part and evaluated on the test part:
 One class is made rare by keeping only a fraction of it (in training and in the pool), so the
 model is also worse on it: the situation where marginal coverage hides a badly covered class.
 
-Run ``python -m dpuq.experiments.class_conditional`` to rewrite ``docs/class_conditional.json``
-and ``docs/class_conditional_table.md``. Each split is a separate simulated release on
+Run ``python -m dpuq.experiments.class_conditional`` to rewrite
+``docs/assets/class_conditional.json``
+and ``docs/assets/class_conditional_table.md``. Each split is a separate simulated release on
 overlapping people (an experiment, not a deployment).
 """
 
@@ -190,7 +191,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dataset", default="fashion-mnist", choices=("fashion-mnist", "digits"))
     parser.add_argument("--splits", type=int, default=40)
     parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--out", default="docs")
+    parser.add_argument("--out", default="docs/assets")
     args = parser.parse_args(argv)
     config = ClassConditionalConfig(
         dataset=args.dataset, n_splits=args.splits, epsilon=args.epsilon

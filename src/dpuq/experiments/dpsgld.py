@@ -2,7 +2,7 @@
 
 Run (needs the ``torch`` extra; Fashion-MNIST from Debian's ``dataset-fashion-mnist``)::
 
-    python -m dpuq.experiments.dpsgld                 # the table -> docs/ (~20 min, 1 thread)
+    python -m dpuq.experiments.dpsgld     # the table -> docs/assets/ (~20 min, 1 thread)
     python -m dpuq.experiments.dpsgld --quick --out /tmp/x   # digits, one seed, a minute
     dpuq reproduce dpsgld                              # the same, from the CLI
 
@@ -383,7 +383,7 @@ def plot(rows: list[dict], path: Path, setting: Setting) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dpuq.experiments.dpsgld", description=__doc__)
-    ap.add_argument("--out", type=Path, default=Path("docs"))
+    ap.add_argument("--out", type=Path, default=Path("docs/assets"))
     ap.add_argument("--seeds", type=int, nargs="+", default=None)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="digits, one seed (a smoke run)")

@@ -1,6 +1,6 @@
 """Which utility should private temperature scaling use, and when is it worth its ε?
 
-Run: ``python -m dpuq.experiments.dpsgld_ts [--out docs]`` (about 3 minutes, one thread).
+Run: ``python -m dpuq.experiments.dpsgld_ts [--out docs/assets]`` (about 3 minutes, one thread).
 
 Retrains the DP-SGD (constant lr 1) network of :mod:`dpuq.experiments.dpsgld`'s Table 1 for
 each seed (same seeds, data split and privacy), then releases the temperature many times with
@@ -30,7 +30,7 @@ def _softmax(lp: np.ndarray, t: float) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dpuq.experiments.dpsgld_ts")
-    ap.add_argument("--out", type=Path, default=Path("docs"))
+    ap.add_argument("--out", type=Path, default=Path("docs/assets"))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--draws", type=int, default=25)
     args = ap.parse_args(argv)

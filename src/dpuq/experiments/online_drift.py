@@ -1,4 +1,5 @@
-"""Private online conformal sets on drifting streams: the figures and table of docs/online.md.
+"""Private online conformal sets on drifting streams: the figures and table of
+docs/how-to/online.md.
 
 Two streams of 10,000 cases built from scikit-learn's digits (public data) and a logistic
 regression trained on 700 other digits, each with an engineered drift:
@@ -12,8 +13,9 @@ Methods, all at target coverage 0.9 with LAC scores: the private tracker
 (:func:`dpuq.online_conformal_thresholds`, default settings) at ε = 0.5, 1 and 3 over several
 noise seeds; non-private ACI with γ = 0.005 (:func:`dpuq.aci_thresholds`); and a fixed split
 threshold calibrated (non-privately) on the first 1,000 cases. Run:
-``python -m dpuq.experiments.online_drift --out docs`` (writes ``docs/assets/online_drift.png``
-and ``docs/online_drift.json``, prints the markdown table).
+``python -m dpuq.experiments.online_drift --out docs/assets`` (writes
+``docs/assets/online_drift.png``
+and ``docs/assets/online_drift.json``, prints the markdown table).
 """
 
 from __future__ import annotations
@@ -185,14 +187,14 @@ def table(results: list[StreamResult]) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Print the table, write the figure and the numbers."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="docs", help="docs folder (figure under assets/)")
+    parser.add_argument("--out", default="docs/assets", help="folder for the figure and numbers")
     parser.add_argument("--seeds", type=int, default=5, help="noise seeds per ε")
     args = parser.parse_args(argv)
     results = [run_stream(kind, n_seeds=args.seeds) for kind in ("label shift", "covariate shift")]
     print(f"{N_STREAM:,} cases per stream, target 0.9, private rows: mean over {args.seeds} seeds")
     print(table(results))
-    os.makedirs(os.path.join(args.out, "assets"), exist_ok=True)
-    path = os.path.join(args.out, "assets", "online_drift.png")
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "online_drift.png")
     plot(results, path)
     numbers = {r.kind: r.summary() for r in results}
     with open(os.path.join(args.out, "online_drift.json"), "w", encoding="utf-8") as fh:

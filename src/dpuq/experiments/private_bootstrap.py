@@ -15,7 +15,8 @@
    pressure in ``[40, 160]`` mmHg (below 40 is shock, above 160 a crisis far beyond the
    hypertension thresholds).
 
-Run ``python -m dpuq.experiments.private_bootstrap --out docs`` (about 70 minutes on two cores
+Run ``python -m dpuq.experiments.private_bootstrap --out docs/assets`` (about 70 minutes on two
+cores
 shared with other jobs; ``--quick`` for a smoke run; ``--parts`` and ``--methods`` for a part)
 to print the tables and write the figures and ``private_bootstrap_*.json``. Every (n, ε,
 method) cell has its own seeded generator, so a partial run reproduces the same rows.

@@ -12,8 +12,8 @@
    :func:`~dpuq.learning.pac_sample_complexity` (and fractions of it); the fraction of runs
    whose population error exceeds ``α`` must be at most ``β``.
 
-Run ``python -m dpuq.experiments.private_erm --out docs`` to print the tables and write
-``docs/private_erm.png``.
+Run ``python -m dpuq.experiments.private_erm --out docs/assets`` to print the tables and write
+``docs/assets/private_erm.png``.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     import os
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="docs", help="folder for private_erm.png")
+    parser.add_argument("--out", default="docs/assets", help="folder for private_erm.png")
     parser.add_argument("--splits", type=int, default=50)
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)

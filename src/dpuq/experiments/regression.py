@@ -8,7 +8,7 @@ the remaining 50; the non-private split-conformal interval (exact order statisti
 no binning) is computed on the same splits.
 
 Run: ``python -m dpuq.experiments.regression [--splits 200] [--score absolute|cqr]``
-(figures in ``docs/regression.md``).
+(figures in ``docs/how-to/regression.md``).
 """
 
 from __future__ import annotations

@@ -295,7 +295,7 @@ def private_mean(
         from the data).
     clip : bool, default False
         Clip values outside ``bounds`` instead of raising. Silent: whether any value was
-        clipped depends on the data and is not released (docs/privacy.md).
+        clipped depends on the data and is not released (docs/explanation/privacy.md).
     random_state : None, int or numpy.random.Generator
         None (default) uses OS entropy: use it for releases. A seed is for experiments.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional

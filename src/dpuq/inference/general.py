@@ -69,7 +69,7 @@ before the data are touched (the spread's location) nothing is spent and the rep
 asymptotically normal at rate ``sqrt(n)`` (smooth functionals, M-estimators, quantiles of
 continuous laws, U-statistics such as the AUC), and the subset estimates' bias must be small
 against the standard error (``O(1/b)``: choose unbiased or nearly unbiased estimators; an
-unpenalised fit rather than a shrunken one). ``docs/general_intervals.md`` shows it on
+unpenalised fit rather than a shrunken one). ``docs/how-to/general_intervals.md`` shows it on
 simulated samples.
 
 ``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the

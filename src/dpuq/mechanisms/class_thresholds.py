@@ -32,7 +32,7 @@ class y followed by an addition to class y' (the same class when ``y = y'``): at
 classes is needed. (With ``n`` public, a schedule, bins and padding computed from ``n`` are
 public constants of the pair of neighbours.)
 
-Coverage (what ρ and P are for; proof in ``docs/class_conditional.md``): for a new point of
+Coverage (what ρ and P are for; proof in ``docs/how-to/class_conditional.md``): for a new point of
 class y, ``P(S <= T_y | n_y) >= cert(n_y, ρ(n_y))`` with
 ``cert(n, ρ) = (1/(n+1)) Σ_{k=1..n+1} 1 / (1 + (m-1) exp(-(ε_c/2)(ρ - k + 1)))``, valid for
 ``0 <= ρ <= n + P``; :func:`dpuq.conformal.class_conditional.class_rank_schedule` builds ρ and P.

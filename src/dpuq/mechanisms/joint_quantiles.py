@@ -13,7 +13,8 @@ and ``L_j`` does); the utility ``u(t) = -max_l d_l(t_l)`` is a maximum of such f
 it moves by at most 1: sensitivity 1, and ``P(t) ∝ exp(ε u(t) / 2)`` is ε-DP, δ = 0 (the
 exponential mechanism; the set of ordered tuples is public).
 
-Validity (docs/calibration.md, "Several levels"): level l's released count ``K_l = C_{t_l}``
+Validity (docs/explanation/calibration.md, "Several levels"): level l's released count ``K_l =
+C_{t_l}``
 obeys the single-level lemma with ``m - 1`` replaced by ``M_l``, the number of ordered tuples
 with ``t_l <= m - 1`` (:func:`joint_union_sizes`), so its coverage is at least
 ``cert(ρ_l)`` computed with ``M_l + 1`` bins.

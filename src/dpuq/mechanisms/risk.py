@@ -16,7 +16,7 @@ and leaves ``S_0 = n`` fixed; each argument of the max moves by at most 1 and th
 (:mod:`dpuq.mechanisms.exponential`). The sums are double-precision (``math.fsum``: each is
 the correctly rounded exact sum), as every utility of the package is.
 
-Validity (docs/risk_control.md): for every data set and every ``x > 0``,
+Validity (docs/how-to/risk_control.md): for every data set and every ``x > 0``,
 ``P(S_J >= x) <= G(x) = 1 / (1 + e^{(ε/2)(x - τ)} / (m - 1))``; for exchangeable loss vectors
 this gives ``E[L_{n+1}(λ_J)] <= risk_certificate(τ) = (1 + ∫_0^n G(x) dx) / (n + 1)``, in
 closed form. :func:`certified_risk_target` returns the largest ``τ`` in ``[0, n]`` certified

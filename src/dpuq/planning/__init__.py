@@ -5,7 +5,8 @@ Two methods (paper and certified):
 - ``method="certified"`` (default): the rank utility of :mod:`dpuq.mechanisms.quantile` at the
   smallest target rank ρ whose coverage certificate
   ``cert(ρ) = (1/(n+1)) Σ_{k=1..n} 1/(1 + r_k)``, ``r_k = (m-1) exp(-(ε/2)(ρ - k + 1))``,
-  reaches ``1 - α`` (proof: docs/calibration.md). Bins: the m minimising the expected released
+  reaches ``1 - α`` (proof: docs/explanation/calibration.md). Bins: the m minimising the expected
+  released
   threshold on jittered uniform reference scores ``(i - 1 + u)/n`` under the exact law.
 - ``method="paper"``: Algorithm 3 of Angelopoulos et al. (2022): the inflated level
   ``q̃ = (n+1)(1-α)/(n(1-γα)) + 2 log(m/(γα))/(ε n)``, the γ* that minimises it, and bins

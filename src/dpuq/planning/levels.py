@@ -3,7 +3,7 @@
 - ``method="certified"`` (default): the rank utility of :mod:`dpuq.mechanisms.quantile` at the
   smallest target rank ρ whose coverage certificate
   ``cert(ρ) = (1/(n+1)) Σ_{k=1..n} 1/(1 + r_k)``, ``r_k = (m-1) exp(-(ε/2)(ρ - k + 1))``,
-  reaches ``1 - α`` (proof: docs/calibration.md): :func:`coverage_certificate`,
+  reaches ``1 - α`` (proof: docs/explanation/calibration.md): :func:`coverage_certificate`,
   :func:`certified_level`.
 - ``method="paper"``: Algorithm 3 of Angelopoulos et al. (2022): the inflated level
   ``q̃ = (n+1)(1-α)/(n(1-γα)) + 2 log(m/(γα))/(ε n)`` and the γ* that minimises it:
@@ -101,7 +101,8 @@ def coverage_certificate(n: int, level: float, epsilon: float, n_bins: int) -> f
     """Certified coverage of the rank-utility release at target rank ``ρ = level · n``.
 
     ``cert(ρ) = (1/(n+1)) Σ_{k=1..n} 1/(1 + r_k)``, ``r_k = (m-1) exp(-(ε/2)(ρ - k + 1))``:
-    for exchangeable scores, ``P(s_{n+1} <= T) >= cert(ρ)`` (docs/calibration.md, Theorem).
+    for exchangeable scores, ``P(s_{n+1} <= T) >= cert(ρ)`` (docs/explanation/calibration.md,
+    Theorem).
     Increasing in ``level``; at most ``n/(n+1)``. A level above 1 stands for the constant
     release 1.0 (full sets), whose coverage is 1. Vectorised over k; the value is rounded down.
 

@@ -29,7 +29,7 @@ size give the same recipe). Its rules, and where each comes from:
 - **Augmentation multiplicity** (De et al. 2022, Section 3: average each example's gradient
   over ``K`` augmentations before clipping; :mod:`dpuq.training.augment`) is an explicit
   option of :func:`dpuq.training.train_classifier` and off by default: with a linear head on
-  pixels it lost accuracy on every public surrogate (``docs/training.md``).
+  pixels it lost accuracy on every public surrogate (``docs/how-to/training.md``).
 - Non-private SGD: momentum 0.9, batch ``min(128, N/4)``, rate 0.05, flat (no) clipping.
 
 Model choice (group normalisation instead of batch norm; fixed features plus a linear head for
@@ -38,7 +38,7 @@ small data, Tramèr and Boneh 2021) is the caller's: :mod:`dpuq.training.feature
 
 The constants were tuned on public data that dpuq does not report on (the synthetic images of
 :func:`dpuq.training.features.synthetic_images`, 8×8 and 28×28), never on digits or
-Fashion-MNIST: see ``docs/training.md``.
+Fashion-MNIST: see ``docs/how-to/training.md``.
 """
 
 from __future__ import annotations

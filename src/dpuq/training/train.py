@@ -4,7 +4,7 @@ The loop itself. Its parts live beside it: the settings, the recipe's defaults a
 (:mod:`dpuq.training.settings`), batches and data checks (:mod:`dpuq.training.batches`),
 iterate averaging (:mod:`dpuq.training.averaging`), the noise plan and the privacy report
 (:mod:`dpuq.training.privacy`). What the methods do and where the defaults come from:
-``docs/training.md``.
+``docs/how-to/training.md``.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def train_classifier(
     batch_size)`` steps; the private ones stop when the next step would exceed ``(epsilon,
     delta)`` under ``relation`` (the σ_t schedule is public, so the stop is planned in
     advance). The recipe's rules and sources, the three methods and averaging are explained in
-    ``docs/training.md`` ("What train_classifier does").
+    ``docs/how-to/training.md`` ("What train_classifier does").
 
     Parameters
     ----------

@@ -1,12 +1,14 @@
 """Old import paths of modules that moved into packages: ``import dpuq.ledger`` still works.
 
-The privacy bookkeeping moved into :mod:`dpuq.privacy` and the file helpers into :mod:`dpuq.io`
-(0.x, issue 40). Each old dotted name below is an *alias* of its new module, not a copy: ``import
-dpuq.ledger`` binds the very module object ``dpuq.privacy.ledger``, so ``dpuq.ledger.Ledger is
-dpuq.privacy.ledger.Ledger``, ``from dpuq.report import PrivacyReport`` works, patches made
-through the old name reach the code that runs, and pickles written before the move (which name
-``dpuq.ledger``, ``dpuq.report``, ...) load. Aliases are resolved on first import, so moving a
-module costs nothing at ``import dpuq``. New code imports the new paths (a test holds
+The privacy bookkeeping moved into :mod:`dpuq.privacy`, the file helpers into :mod:`dpuq.io`,
+the reliability diagrams into :mod:`dpuq.reporting` and the paper's bin simulation into
+:mod:`dpuq.planning` (0.x, issue 40). Each old dotted name below is an *alias* of its new
+module, not a copy: ``import dpuq.ledger`` binds the very module object
+``dpuq.privacy.ledger``, so ``dpuq.ledger.Ledger is dpuq.privacy.ledger.Ledger``, ``from
+dpuq.report import PrivacyReport`` works, patches made through the old name reach the code
+that runs, and pickles written before the move (which name ``dpuq.ledger``, ``dpuq.report``,
+...) load. Aliases are resolved on first import, so moving a module costs nothing at ``import
+dpuq``. New code imports the new paths (a test holds
 ``src/`` to that).
 
 Examples
@@ -37,6 +39,8 @@ MOVED = {
     "dpuq._ledger_schema": "dpuq.privacy._ledger_schema",
     "dpuq._io_text": "dpuq.io._text",
     "dpuq._atomic": "dpuq.io._atomic",
+    "dpuq.plotting": "dpuq.reporting.reliability",
+    "dpuq._bin_simulation": "dpuq.planning._bin_simulation",
 }
 
 

@@ -23,7 +23,6 @@ APPLICATION = (
     "dpuq.experiments",
     "dpuq.audit",
     "dpuq.commands",
-    "dpuq.plotting",
     "dpuq.reporting",
     "dpuq.cli",
 )
@@ -159,7 +158,7 @@ LAYERS = (
     # private release: the exact samplers (privacy-critical; all noise is drawn here)
     ("mechanisms",),
     # data-free planning and the estimators' base class
-    ("planning", "_bin_simulation", "_estimator"),
+    ("planning", "_estimator"),
     # where the data are: chunked and Dask sufficient statistics (knows no method)
     ("scale",),
     # data and models: loaders, DP-SGD/DP-SGLD training, private learning
@@ -167,7 +166,7 @@ LAYERS = (
     # scores, sets and intervals: conformal prediction, private confidence intervals
     ("conformal", "inference"),
     # evaluation and the package's own face
-    ("metrics", "plotting", "reporting", "dpuq"),
+    ("metrics", "reporting", "dpuq"),
     # applications: paper reproductions, and the auditor (it calls releases; nothing
     # privacy-critical imports it)
     ("experiments", "audit"),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dpuq
-from dpuq._bin_simulation import (
+from dpuq.planning._bin_simulation import (
     _expected_threshold,
     _FullUniforms,
     _NotCovered,

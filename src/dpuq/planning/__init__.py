@@ -10,7 +10,7 @@ Two methods (paper and certified):
   threshold on jittered uniform reference scores ``(i - 1 + u)/n`` under the exact law.
 - ``method="paper"``: Algorithm 3 of Angelopoulos et al. (2022): the inflated level
   ``q̃ = (n+1)(1-α)/(n(1-γα)) + 2 log(m/(γα))/(ε n)``, the γ* that minimises it, and bins
-  chosen on simulated uniform scores (:mod:`dpuq._bin_simulation`).
+  chosen on simulated uniform scores (:mod:`dpuq.planning._bin_simulation`).
 
 Every function here uses only the public ``n``, ``alpha``, ``epsilon`` and ``n_bins``. The
 package is cut along its seams:

@@ -3,7 +3,7 @@
 - ``method="certified"``: the m minimising the expected released threshold on jittered
   uniform reference scores ``(i - 1 + u)/n`` under the exact law of the rank utility.
 - ``method="paper"``: the paper's rule, on simulated uniform scores
-  (:mod:`dpuq._bin_simulation`), with γ* for each m.
+  (:mod:`dpuq.planning._bin_simulation`), with γ* for each m.
 
 Every function here uses only the public ``n``, ``alpha`` and ``epsilon``.
 """
@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from dpuq._bin_simulation import expected_thresholds
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+from dpuq.planning._bin_simulation import expected_thresholds
 from dpuq.planning.levels import (
     _cert,
     _certified_rho,

@@ -15,8 +15,8 @@ from functools import partial
 
 import numpy as np
 
-from dpuq._bin_simulation import expected_thresholds
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+from dpuq.planning._bin_simulation import expected_thresholds
 from dpuq.planning.bins import _bin_grid, _reference_expected_threshold, auto_n_bins
 from dpuq.planning.joint import SMALLEST_AUTO_BINS, _plan_at, check_alphas, joint_plan
 from dpuq.planning.levels import (

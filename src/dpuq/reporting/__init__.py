@@ -4,7 +4,8 @@
   tables, ``summary.md`` / ``results.json`` / ``splits.npz`` (:func:`write_experiment`);
 - :mod:`dpuq.reporting.figures`: the coverage and set-size histograms (matplotlib figures, no
   pyplot state);
-- :mod:`dpuq.reporting.html`: one self-contained HTML page (the demo's ``report.html``).
+- :mod:`dpuq.reporting.html`: one self-contained HTML page (the demo's ``report.html``);
+- :mod:`dpuq.reporting.reliability`: reliability diagrams (old path ``dpuq.plotting``).
 
 It sits below :mod:`dpuq.experiments` (which decides *what* to say) and above the methods; it
 computes nothing statistical.

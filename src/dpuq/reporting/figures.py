@@ -213,11 +213,11 @@ def set_size_bars(series: Sequence[tuple[str, np.ndarray]], n_classes: int, titl
 
 
 def reliability_panel(series: Sequence[tuple[str, np.ndarray]], labels: np.ndarray, title: str):
-    """Reliability diagrams (:mod:`dpuq.plotting`) of (name, probabilities) on one panel, each
-    labelled with its ECE; None when scikit-learn's extras are missing."""
+    """Reliability diagrams (:mod:`dpuq.reporting.reliability`) of (name, probabilities) on one
+    panel, each labelled with its ECE; None when scikit-learn's extras are missing."""
     try:
         from dpuq.metrics.calibration import expected_calibration_error
-        from dpuq.plotting import reliability_diagram
+        from dpuq.reporting.reliability import reliability_diagram
     except ImportError:
         return None
     fig = new_figure(5.6, 5.0)

@@ -364,3 +364,12 @@ def test_src_imports_moved_modules_by_their_new_paths():
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             offenders += [f"{path.relative_to(SRC)}: {n}" for n in names if n in MOVED]
     assert not offenders, offenders
+
+
+def test_tests_mirror_every_package():
+    """Each package ``src/dpuq/<name>/`` has its tests in ``tests/<name>/``."""
+    tests = SRC.parent / "tests"
+    packages = sorted(p.parent.name for p in (SRC / "dpuq").glob("*/__init__.py"))
+    assert len(packages) > 10
+    missing = [name for name in packages if not (tests / name).is_dir()]
+    assert not missing, f"packages without a tests/ folder: {missing}"

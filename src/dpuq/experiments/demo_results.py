@@ -13,7 +13,7 @@ import numpy as np
 
 from dpuq.experiments.common import MethodResult
 from dpuq.experiments.models import TrainedModel
-from dpuq.report import PrivacyReport
+from dpuq.privacy.report import PrivacyReport
 from dpuq.reporting import text_table
 
 __all__ = [

@@ -297,3 +297,23 @@ def test_progress_is_logged_when_stderr_is_not_a_terminal(tab, caplog):
 def test_estimators_module_is_in_the_training_package():
     assert dpuq.DPClassifier is estimators.DPClassifier
     assert dpuq.training.DPRegressor is estimators.DPRegressor
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["dpsgd", "dpsgld"])
+def test_tabular_accuracy_near_non_private_logistic_regression(method):
+    """Issue 35's goal at N = 5000, ε = 1 (replace-one), on a draw the benchmark does not
+    report (seed 11): within 0.05 of non-private logistic regression (benchmark: 0.02-0.03)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(
+        10_000, n_features=20, n_informative=10, n_redundant=4, random_state=11
+    )
+    base = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
+    reference = base.fit(X[:5000], y[:5000]).score(X[5000:], y[5000:])
+    clf = DPClassifier(epsilon=1.0, delta=1e-5, method=method, feature_bounds=(-5, 5),
+                       show_progress=False, random_state=0).fit(X[:5000], y[:5000])  # fmt: skip
+    assert clf.privacy_report_.epsilon <= 1.0 + 1e-9
+    assert clf.score(X[5000:], y[5000:]) >= reference - 0.05

@@ -317,3 +317,14 @@ def test_tabular_accuracy_near_non_private_logistic_regression(method):
                        show_progress=False, random_state=0).fit(X[:5000], y[:5000])  # fmt: skip
     assert clf.privacy_report_.epsilon <= 1.0 + 1e-9
     assert clf.score(X[5000:], y[5000:]) >= reference - 0.05
+
+
+def test_a_pickle_predicts_the_same_and_holds_no_generator(tab):
+    import pickle
+
+    X, y = tab
+    clf = _clf(method="dpsgld").fit(X, y)
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
+    state = restored.__dict__
+    assert not any(isinstance(v, np.random.Generator | torch.Generator) for v in state.values())

@@ -49,8 +49,9 @@ __all__ = [
 #: The named models of ``model=``: ``"auto"`` (the rule), ``"linear"``, ``"mlp"`` (tabular),
 #: ``"features"`` (scattering features + a linear head) and ``"cnn"`` (images).
 MODELS = ("auto", "linear", "mlp", "features", "cnn")
-#: Hidden units of ``model="mlp"`` (one tanh layer: bounded activations, as in Papernot et
-#: al. 2021, "Tempered sigmoid activations for deep learning with differential privacy").
+#: Hidden units of ``model="mlp"``: a conventional small width (not tuned); one tanh layer,
+#: bounded activations as Papernot et al. (AAAI 2021, "Tempered sigmoid activations for deep
+#: learning with differential privacy") recommend under DP-SGD.
 MLP_WIDTH = 64
 
 

@@ -232,13 +232,14 @@ def test_plugs_into_the_private_conformal_estimators(tab):
     assert intervals.conformalize(Xr[300:], yr[300:]).predict_interval(Xr[:3]).shape[0] == 3
 
 
+@pytest.mark.filterwarnings("ignore:--seed makes the noise reproducible")
 def test_outputs_feed_the_cli_and_temperature_scaling(tab, tmp_path, capsys):
     X, y = tab
     clf = _clf(feature_bounds=(-6, 6)).fit(X[:400], y[:400])
     np.save(tmp_path / "probs.npy", clf.predict_proba(X[400:]))
     np.savetxt(tmp_path / "labels.csv", y[400:], fmt="%d")
     code, _, err = run_cli(capsys, "calibrate", "--probs", tmp_path / "probs.npy", "--labels",
-                           tmp_path / "labels.csv", "--alpha", 0.1, "--epsilon", 1,
+                           tmp_path / "labels.csv", "--alpha", 0.1, "--epsilon", 1, "--seed", 0,
                            "-o", tmp_path / "cal.json")  # fmt: skip
     assert code == 0, err
     assert json.loads((tmp_path / "cal.json").read_text())["threshold"] > 0

@@ -123,6 +123,8 @@ _LAZY_TRAINING = (
     "PolynomialDecay",
     "predict_proba",
     "select_and_train",
+    "DPClassifier",
+    "DPRegressor",
 )
 _LAZY = {
     "PrivateConformalClassifier": "dpuq.conformal.classifier",

@@ -133,6 +133,9 @@ RELEASES = {
         random_state=r,
         **k,
     ),  # the runs charge nothing: the selection charged its total
+    "DPClassifier.fit": lambda r, **k: dpuq.DPClassifier(
+        epsilon=1.0, delta=1e-5, accountant="gdp", epochs=1, show_progress=False, random_state=0
+    ).fit(XR, (XR[:, 0] > 0).astype(int), **k),
     "PrivateERMClassifier.fit": lambda r, **k: dpuq.learning.PrivateERMClassifier(
         dpuq.Thresholds(np.linspace(0, 1, 11)), epsilon=1.0, random_state=0
     ).fit(X01, (X01 > 0.5).astype(int), **k),
@@ -142,7 +145,7 @@ RELEASES = {
 @pytest.fixture
 def ledger(tmp_path):
     led = Ledger(tmp_path / "ledger.sqlite")
-    led.create_budget("d", epsilon=100.0)
+    led.create_budget("d", epsilon=100.0, delta=1e-3)  # δ for the DP-SGD fit
     return led
 
 

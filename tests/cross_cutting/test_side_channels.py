@@ -11,6 +11,7 @@ splits, labelled non-private in its output, not a release).
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import warnings
 
@@ -36,6 +37,7 @@ from dpuq.mechanisms.selection import private_selection
 from dpuq.training.temperature import private_temperature_scaling
 
 B = (0.0, 1.0)
+_HAS_TORCH = all(importlib.util.find_spec(m) is not None for m in ("torch", "opacus"))
 
 
 # --------------------------------------------------------------------------- setups
@@ -138,6 +140,15 @@ def _erm_table(data, d):
         dpuq.TabulatedConcepts(table), epsilon=1.0, random_state=0
     ).fit(x, y)
     (d / "erm.pkl").write_bytes(pickle.dumps(clf))
+    return clf
+
+
+def _dp_classifier(data, d):  # training: logs (progress lines), warnings and the report
+    X, y = data
+    clf = dpuq.DPClassifier(
+        epsilon=1.0, delta=1e-5, accountant="gdp", epochs=2, classes=[0, 1, 2], random_state=0
+    ).fit(X, y)
+    (d / "report.txt").write_text(str(clf.privacy_report_))
     return clf
 
 
@@ -267,6 +278,7 @@ CASES = [
             float(np.mean(x > c)), sensitivity=1 / x.size, epsilon=b, random_state=rng), c),
         epsilon=3.0, distribution="geometric", expected_runs=3, random_state=0), BOUNDED,
         released=lambda r: [r.score, r.candidate] if hasattr(r, "score") else []),
+    *([Case("DPClassifier.fit", _dp_classifier, LABELLED)] if _HAS_TORCH else []),
     Case("PrivateERMClassifier.fit", _erm, ERM,
          released=lambda r: [r.concept_index_, r.concept_]),
     # the command line

@@ -75,6 +75,24 @@ def test_sampler_follows_the_law():
     assert stats.kstest(noise, stats.laplace(scale=1.3 * scale).cdf).pvalue < 1e-3
 
 
+def test_thresholds_are_a_function_of_the_released_counts_only():
+    """The premise of the privacy proof: every threshold is the public recursion
+    ``q_{k+1} = q_k + η(Ẽ_k - α B)`` of the released (noisy) counts, never of an exact count.
+    (The enumeration above checks the law of the released counts; this ties the thresholds
+    the code hands out to them. Regression: a tracker stepping on the exact count passed
+    every other test.)"""
+    rng = np.random.default_rng(7)
+    s = rng.uniform(size=1003) * np.linspace(0.5, 1.0, 1003)
+    kw = {"alpha": 0.1, "step": 0.02, "block_size": 17, "initial": 0.5}
+    t, released = tracker_thresholds(s, epsilon=1.0, root=12, **kw)
+    steps = kw["step"] * (released - kw["alpha"] * kw["block_size"])
+    q = np.concatenate(([kw["initial"]], kw["initial"] + np.cumsum(steps)))
+    assert released.size == -(-s.size // 17) - 1  # the last block's count is never released
+    assert np.allclose(t, np.repeat(q, 17)[: s.size], rtol=0.0, atol=1e-12)
+    counts = (s[: released.size * 17].reshape(-1, 17) > t[: released.size * 17 : 17, None]).sum(1)
+    assert not np.allclose(released, counts)  # the counts were noised (negative control)
+
+
 def test_block_noise_is_chunk_invariant_and_seeded():
     a = block_noise(3, 0, 600, 1.0)
     assert np.array_equal(a[250:260], block_noise(3, 250, 260, 1.0))

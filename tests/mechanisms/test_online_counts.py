@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -126,6 +127,20 @@ def test_incremental_tracker_equals_the_batch_function():
         if pos >= s.size:
             break
     assert np.array_equal(np.concatenate(pieces)[: s.size], batch)
+
+
+def test_tracker_refuses_to_pickle_an_unreleased_count():
+    """The estimators refuse pickling mid-block; the tracker they hold (a public attribute)
+    must too, or ``pickle.dumps(clf.tracker_)`` writes the unreleased count."""
+    kw = {"alpha": 0.1, "epsilon": 1.0, "step": 0.01, "block_size": 4, "initial": 0.5}
+    tr = OnlineTracker(**kw)
+    tr.observe(np.array([0.9, 0.9, 0.1]), root=0)
+    with pytest.raises(TypeError, match="incomplete block"):
+        pickle.dumps(tr)
+    tr.observe(np.array([0.9]), root=0)  # the block is complete: its count is released
+    again = pickle.loads(pickle.dumps(tr))
+    assert (again.threshold, again.n_seen, again.n_blocks) == (tr.threshold, 4, 1)
+    assert again.observe(np.array([0.2]), root=0)[0] == tr.threshold
 
 
 def _pathwise_bound(released, counts, n, alpha, step, block_size, initial):

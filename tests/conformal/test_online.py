@@ -32,6 +32,7 @@ def _drifting(n=4000, seed=0):
         ({"alpha": 0.0}, "alpha"),
         ({"alpha": 0.6}, "alpha"),
         ({"epsilon": -1.0}, "epsilon"),
+        ({"epsilon": 1.5e-12}, "epsilon"),  # too small for the noise lattice: was charged
         ({"step": 0.0}, "step"),
         ({"block_size": 0}, "block_size"),
         ({"block_size": "big"}, "block_size"),

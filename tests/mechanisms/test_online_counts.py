@@ -94,6 +94,25 @@ def test_thresholds_are_a_function_of_the_released_counts_only():
     assert not np.allclose(released, counts)  # the counts were noised (negative control)
 
 
+def test_counts_lie_on_the_noise_lattice_for_every_accepted_epsilon():
+    """The proof adds integer counts to lattice noise without rounding: that needs the
+    lattice step ``γ <= 1`` for every ε the settings accept (it is 2 for ε below ~4.5e-13,
+    where odd and even counts would have disjoint supports)."""
+    from dpuq.conformal.online import check_online_settings
+    from dpuq.mechanisms.discrete_laplace import laplace_lattice
+
+    accepted = 0
+    for eps in np.geomspace(1e-13, 1e3, 400):
+        try:
+            check_online_settings(0.1, float(eps))
+        except ValueError:
+            continue
+        accepted += 1
+        gamma, _ = laplace_lattice(block_count_scale(float(eps)))
+        assert gamma <= 1.0 and 1.0 / gamma == round(1.0 / gamma)
+    assert 300 < accepted < 400  # the smallest values are refused, the rest checked
+
+
 def test_block_noise_is_chunk_invariant_and_seeded():
     a = block_noise(3, 0, 600, 1.0)
     assert np.array_equal(a[250:260], block_noise(3, 250, 260, 1.0))

@@ -303,7 +303,9 @@ CASES = [
     Case("cli calibrate --predictions", lambda d0, d: cli(
         ["calibrate", "--predictions", d / "pred.csv", "--targets", d / "y.csv", "--bound", 2,
          "--alpha", 0.1, "--epsilon", 1, "--seed", 0, "-o", d / "c.json"]), REGRESSION,
-        setup=_regression_files, released=lambda r, d: _json_released(d / "c.json")),
+        setup=_regression_files,
+        # the interval's half-width in outcome units, threshold x B, is computed from the release
+        released=lambda r, d: [*(rel := _json_released(d / "c.json")), *(2 * v for v in rel)]),
     Case("cli budget history after a release", lambda d0, d: [cli(
         ["calibrate", "--probs", d / "p.npy", "--labels", d / "y.csv", "--alpha", 0.1,
          "--epsilon", 1, "--seed", 0, "-o", d / "c.json", "--ledger", d / "ledger.sqlite",

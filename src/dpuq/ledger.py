@@ -70,6 +70,7 @@ from dpuq._ledger_schema import (
     default_ledger_path,
     now,
 )
+from dpuq._validation import check_random_state_setting
 from dpuq.report import PrivacyReport, Relation
 
 __all__ = [
@@ -88,6 +89,9 @@ __all__ = [
     "ledger_required",
     "release_trail",
 ]
+
+#: ``charge`` called without a ``random_state`` (a release whose caller states ``seeded``).
+_NO_RANDOM_STATE = object()
 
 #: Relative slack on the budget comparison (float sums of decimal costs; 5 x 0.2 == 1).
 _SLACK = 1e-12
@@ -400,6 +404,7 @@ def charge(
     relation: Relation | str = Relation.REPLACE_ONE,
     what: str,
     seeded: bool = False,
+    random_state=_NO_RANDOM_STATE,
     settings: dict | None = None,
     note: str | None = None,
 ) -> Receipt | None:
@@ -412,12 +417,16 @@ def charge(
     (:func:`default_ledger_path`). ``cost`` is ε (with ``delta``, ``relation``) or a
     :class:`~dpuq.report.PrivacyReport`. ``settings``: the release's public settings, kept in
     the history (never a data value). ``ledger=CALLER_CHARGED``: charged by the caller.
+    ``random_state``: the release's own, checked here first (a malformed one is refused before
+    anything is recorded, whoever forgot to check it) and recorded as ``seeded`` when not None.
 
     Examples
     --------
     >>> charge(None, None, 1.0, what="a count") is None  # no ledger asked for
     True
     """
+    if random_state is not _NO_RANDOM_STATE:
+        seeded = seeded or check_random_state_setting(random_state) is not None
     if ledger is CALLER_CHARGED:
         return None
     if ledger is None and dataset is None:

@@ -37,103 +37,126 @@ def _identity(X):
     return X
 
 
-# every public release: name -> call(rng, **ledger kwargs)
+def _s(k, **defaults):
+    """A call's keyword arguments: its ``defaults``, overridden by the test's ``k`` (a ledger,
+    or an invalid setting)."""
+    return {**defaults, **k}
+
+
+def _settings(k):
+    return {key: v for key, v in k.items() if key not in ("ledger", "dataset")}
+
+
+def _charged_to(k):
+    return {key: v for key, v in k.items() if key in ("ledger", "dataset")}
+
+
+# every public release: name -> call(rng, **ledger kwargs or setting overrides)
 RELEASES = {
-    "calibrate": lambda r, **k: dpuq.calibrate(X01, alpha=0.1, epsilon=1.0, random_state=r, **k),
-    "calibrate_by_class": lambda r, **k: dpuq.calibrate_by_class(
-        PROBS[:, 0], LABELS, 3, alpha=0.1, epsilon=1.0, random_state=r, **k
+    "calibrate": lambda r, **k: dpuq.calibrate(
+        X01, **_s(k, alpha=0.1, epsilon=1.0, random_state=r)
     ),
-    "private_quantile": lambda r, **k: dpuq.private_quantile(X01, 0.9, 1.0, 20, r, **k),
-    "private_quantiles": lambda r, **k: dpuq.private_quantiles(X01[None], 0.9, 1.0, 20, r, **k),
+    "calibrate_by_class": lambda r, **k: dpuq.calibrate_by_class(
+        PROBS[:, 0], LABELS, 3, **_s(k, alpha=0.1, epsilon=1.0, random_state=r)
+    ),
+    "private_quantile": lambda r, **k: dpuq.private_quantile(
+        X01, **_s(k, level=0.9, epsilon=1.0, n_bins=20, random_state=r)
+    ),
+    "private_quantiles": lambda r, **k: dpuq.private_quantiles(
+        X01[None], **_s(k, level=0.9, epsilon=1.0, n_bins=20, random_state=r)
+    ),
     "private_quantile_from_counts": lambda r, **k: private_quantile_from_counts(
-        np.array([5, 90, 5]), 0.5, 1.0, r, **k
+        np.array([5, 90, 5]), **_s(k, level=0.5, epsilon=1.0, random_state=r)
     ),
     "exponential_mechanism": lambda r, **k: dpuq.exponential_mechanism(
-        [0.0, 1.0], epsilon=1.0, sensitivity=1.0, random_state=r, **k
+        [0.0, 1.0], **_s(k, epsilon=1.0, sensitivity=1.0, random_state=r)
     ),
     "permute_and_flip": lambda r, **k: dpuq.permute_and_flip(
-        [0.0, 1.0], epsilon=1.0, sensitivity=1.0, random_state=r, **k
+        [0.0, 1.0], **_s(k, epsilon=1.0, sensitivity=1.0, random_state=r)
     ),
     "laplace_mechanism": lambda r, **k: dpuq.laplace_mechanism(
-        0.5, sensitivity=1.0, epsilon=1.0, random_state=r, **k
+        0.5, **_s(k, sensitivity=1.0, epsilon=1.0, random_state=r)
     ),
     "private_mean": lambda r, **k: inference.private_mean(
-        X01, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+        X01, **_s(k, epsilon=1.0, bounds=(0, 1), random_state=r)
     ),
     "private_median": lambda r, **k: inference.private_median(
-        X01, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+        X01, **_s(k, epsilon=1.0, bounds=(0, 1), random_state=r)
     ),
     "private_trimmed_mean": lambda r, **k: inference.private_trimmed_mean(
-        X01, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+        X01, **_s(k, epsilon=1.0, bounds=(0, 1), random_state=r)
     ),
     "private_variance": lambda r, **k: inference.private_variance(
-        X01, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+        X01, **_s(k, epsilon=1.0, bounds=(0, 1), random_state=r)
     ),
     "normal_approximation_interval": lambda r, **k: dpuq.normal_approximation_interval(
-        X01, alpha=0.1, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+        X01, **_s(k, alpha=0.1, epsilon=1.0, bounds=(0, 1), random_state=r)
     ),
     "private_bootstrap_cdf": lambda r, **k: dpuq.private_bootstrap_cdf(
-        X01, 0.5, epsilon=1.0, bounds=(0, 1), random_state=r, **k
+        X01, 0.5, **_s(k, epsilon=1.0, bounds=(0, 1), random_state=r)
     ),
     "private_confidence_interval": lambda r, **k: dpuq.private_confidence_interval(
         np.random.default_rng(5).uniform(size=4000),
-        alpha=0.1,
-        epsilon=1.0,
-        bounds=(0, 1),
-        random_state=r,
-        **k,
+        **_s(k, alpha=0.1, epsilon=1.0, bounds=(0, 1), random_state=r),
     ),
     "private_confidence_interval(statistic=f)": lambda r, **k: dpuq.private_confidence_interval(
         np.random.default_rng(5).uniform(size=(4000, 1)),
         statistic=lambda rows, w: float(np.average(rows[:, 0], weights=w)),
         statistic_bounds=(0, 1),
-        alpha=0.1,
-        epsilon=1.0,
-        random_state=r,
-        **k,
+        **_s(k, alpha=0.1, epsilon=1.0, random_state=r),
     ),
     "calibrate(alpha=[...])": lambda r, **k: dpuq.calibrate(
-        PROBS[:, 0], alpha=[0.1, 0.2], epsilon=1.0, random_state=r, **k
+        PROBS[:, 0], **_s(k, alpha=[0.1, 0.2], epsilon=1.0, random_state=r)
     ),
     "risk_control": lambda r, **k: dpuq.risk_control(
-        np.tile([1.0, 0.5, 0.1, 0.0], (300, 1)), alpha=0.2, epsilon=1.0, random_state=r, **k
+        np.tile([1.0, 0.5, 0.1, 0.0], (300, 1)), **_s(k, alpha=0.2, epsilon=1.0, random_state=r)
     ),
     "private_temperature_scaling": lambda r, **k: private_temperature_scaling(
-        np.log(PROBS), LABELS, epsilon=1.0, random_state=r, **k
+        np.log(PROBS), LABELS, **_s(k, epsilon=1.0, random_state=r)
     ),
     "public_bound": lambda r, **k: dpuq.public_bound(
         _first_column,
         XR,
         YR,
-        cv=None,
-        held_out=True,
-        epsilon=1.0,
-        upper=2.0,
-        random_state=r,
-        **k,
+        **_s(k, cv=None, held_out=True, epsilon=1.0, upper=2.0, random_state=r),
     ),
+    # estimators take a seed, never a Generator: r is not theirs
     "PrivateConformalClassifier": lambda r, **k: dpuq.PrivateConformalClassifier(
-        _identity, epsilon=1.0, random_state=0
-    ).conformalize(PROBS, LABELS, **k),
+        _identity, **_s(_settings(k), epsilon=1.0, random_state=0)
+    ).conformalize(PROBS, LABELS, **_charged_to(k)),
     "PrivateConformalRegressor": lambda r, **k: dpuq.PrivateConformalRegressor(
-        _first_column, epsilon=1.0, bound=2.0, random_state=0
-    ).conformalize(XR, YR, **k),
+        _first_column, **_s(_settings(k), epsilon=1.0, bound=2.0, random_state=0)
+    ).conformalize(XR, YR, **_charged_to(k)),
     "private_selection": lambda r, **k: private_selection(
         ["a", "b"],
         lambda c, b, rng: (
             dpuq.laplace_mechanism(1.0, sensitivity=1.0, epsilon=b, random_state=rng),
             c,
         ),
-        epsilon=1.0,
-        distribution="geometric",
-        expected_runs=2,
-        random_state=r,
-        **k,
+        **_s(k, epsilon=1.0, distribution="geometric", expected_runs=2, random_state=r),
     ),  # the runs charge nothing: the selection charged its total
     "PrivateERMClassifier.fit": lambda r, **k: dpuq.learning.PrivateERMClassifier(
-        dpuq.Thresholds(np.linspace(0, 1, 11)), epsilon=1.0, random_state=0
-    ).fit(X01, (X01 > 0.5).astype(int), **k),
+        dpuq.Thresholds(np.linspace(0, 1, 11)), **_s(_settings(k), epsilon=1.0, random_state=0)
+    ).fit(X01, (X01 > 0.5).astype(int), **_charged_to(k)),
 }
+
+#: invalid values of the settings every release takes (its level: alpha or confidence_level)
+INVALID = {
+    "random_state": ["42", -1, 1.5, True],
+    "epsilon": [-1.0, 0.0, float("nan"), "1"],
+    "alpha": [0.0, -0.1, 1.5, float("nan"), "0.1"],
+    "confidence_level": [0.0, 1.5, float("nan"), "0.9"],
+}
+_LEVEL = {
+    **dict.fromkeys(
+        ["calibrate", "calibrate_by_class", "normal_approximation_interval",
+         "private_confidence_interval", "private_confidence_interval(statistic=f)",
+         "calibrate(alpha=[...])", "risk_control"],
+        "alpha",
+    ),
+    "PrivateConformalClassifier": "confidence_level",
+    "PrivateConformalRegressor": "confidence_level",
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -141,6 +164,20 @@ def ledger(tmp_path):
     led = Ledger(tmp_path / "ledger.sqlite")
     led.create_budget("d", epsilon=100.0)
     return led
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_every_invalid_setting_is_refused_before_the_charge(name, ledger):
+    """Issue 34, item 2: each release, each invalid setting: refused, the ledger untouched."""
+    settings = ("random_state", "epsilon", *([_LEVEL[name]] if name in _LEVEL else []))
+    for setting in settings:
+        for value in INVALID[setting]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with pytest.raises((ValueError, TypeError)):
+                    RELEASES[name](0, ledger=ledger, dataset="d", **{setting: value})
+            assert ledger.releases("d") == [], f"{name}: {setting}={value!r} was charged"
+    assert ledger.status("d").spent_epsilon == 0.0
 
 
 @pytest.mark.parametrize("name", sorted(RELEASES))

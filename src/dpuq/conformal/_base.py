@@ -214,7 +214,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             dataset,
             epsilon,
             what=what,
-            seeded=self.random_state is not None,
+            random_state=self.random_state,
             settings=settings,
         )
         if labels is None:

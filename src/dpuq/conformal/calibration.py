@@ -322,7 +322,7 @@ def calibrate(
         dataset,
         epsilon,
         what="calibrate: private conformal threshold",
-        seeded=random_state is not None,
+        random_state=random_state,
         settings={"alpha": alpha, "n": n, "method": method, "n_bins": m},
     )
     notes: list[str] = []

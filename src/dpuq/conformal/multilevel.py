@@ -192,7 +192,7 @@ def calibrate_levels(
         dataset,
         epsilon,
         what=f"calibrate: {len(alphas)} private conformal thresholds (joint)",
-        seeded=random_state is not None,
+        random_state=random_state,
         settings={"alpha": [float(x) for x in alphas], "n": int(n), "n_bins": int(m)},
     )
     threshold = np.ones(len(alphas))

@@ -156,7 +156,7 @@ def risk_control(
         dataset,
         eps,
         what="risk_control: private conformal risk control",
-        seeded=random_state is not None,
+        random_state=random_state,
         settings={"alpha": a, "n": int(n), "n_lambdas": int(m)},
     )
     notes: list[str] = []

@@ -319,7 +319,7 @@ def private_bootstrap_cdf_grid(
     what = "private_bootstrap_cdf_grid"
     ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)  # settings before the charge
     charge(
-        ledger, dataset, eps, what=what, seeded=random_state is not None,
+        ledger, dataset, eps, what=what, random_state=random_state,
         settings={"n": int(data.size), "statistic": stat.name, "grid": int(g.size)},
     )  # fmt: skip
     kernel = RootKernel(stat, root, grid=g)

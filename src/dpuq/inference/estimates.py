@@ -267,7 +267,7 @@ def _charge(what, ledger, dataset, eps, random_state, n, bounds, clip) -> None:
     a, b = check_bounds(bounds)
     settings = {"statistic": what.removeprefix("private_"), "n": int(n), "bounds": [a, b]}
     settings["clip"] = bool(clip)
-    charge(ledger, dataset, eps, what=what, seeded=random_state is not None, settings=settings)
+    charge(ledger, dataset, eps, what=what, random_state=random_state, settings=settings)
 
 
 def private_mean(

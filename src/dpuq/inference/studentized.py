@@ -131,7 +131,7 @@ def private_studentized_cdf(
     eps_each = eps / tv.size
     share = check_in_open_unit(median_share, "median_share")
     charge(
-        ledger, dataset, eps, what=what, seeded=random_state is not None,
+        ledger, dataset, eps, what=what, random_state=random_state,
         settings={"n": int(data.size), "statistic": stat.name, "thresholds": int(tv.size)},
     )  # fmt: skip
     kernel = RootKernel(stat, "studentized", thresholds=tv)

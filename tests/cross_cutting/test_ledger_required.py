@@ -5,11 +5,17 @@ fitted estimator warns."""
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
 import json
+import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
+from noise_paths import CallGraph, public_callables
 
 import dpuq
 from cli_helpers import run_cli
@@ -17,7 +23,9 @@ from dpuq import inference
 from dpuq._estimator import RepeatedReleaseWarning
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.ledger import Ledger, LedgerRequiredError
+from dpuq.mechanisms.joint_quantiles import joint_quantiles
 from dpuq.mechanisms.quantile import private_quantile_from_counts
+from dpuq.mechanisms.risk import risk_selection
 from dpuq.mechanisms.selection import private_selection
 from dpuq.training.temperature import private_temperature_scaling
 
@@ -135,6 +143,13 @@ RELEASES = {
         ),
         **_s(k, epsilon=1.0, distribution="geometric", expected_runs=2, random_state=r),
     ),  # the runs charge nothing: the selection charged its total
+    "joint_quantiles": lambda r, **k: joint_quantiles(
+        np.bincount((X01 * 10).astype(int), minlength=10),
+        **_s(k, ranks=[150.0, 180.0], epsilon=1.0, random_state=r),
+    ),
+    "risk_selection": lambda r, **k: risk_selection(
+        np.tile([1.0, 0.5, 0.1, 0.0], (300, 1)), **_s(k, target=60.0, epsilon=1.0, random_state=r)
+    ),
     "PrivateERMClassifier.fit": lambda r, **k: dpuq.learning.PrivateERMClassifier(
         dpuq.Thresholds(np.linspace(0, 1, 11)), **_s(_settings(k), epsilon=1.0, random_state=0)
     ).fit(X01, (X01 > 0.5).astype(int), **_charged_to(k)),
@@ -399,3 +414,110 @@ def test_class_thresholds_is_a_release_that_charges(ledger, monkeypatch):
     class_thresholds(PROBS[:, 0], LABELS, 3, ledger=ledger, dataset="d", **kw)
     (row,) = ledger.releases("d")
     assert row.epsilon == 1.0
+
+
+# --------------------------------------------------------------------------- the public surface
+#: The exact samplers: each draws from a law its caller states (log-weights, a noise scale, a
+#: probability, public repetition parameters) and takes no epsilon; they are not releases
+#: (docs/ledger.md), and every release built on them charges first.
+SAMPLERS = {
+    "dpuq.mechanisms.discrete_laplace.laplace_noise",
+    "dpuq.mechanisms.discrete_laplace.laplace_release",
+    "dpuq.mechanisms.discrete_laplace.sample_discrete_laplace",
+    "dpuq.mechanisms.exact.bernoulli_certified",
+    "dpuq.mechanisms.exact.bernoulli_constant",
+    "dpuq.mechanisms.exact.uniform_below",
+    "dpuq.mechanisms.exact.uniform_bits",
+    "dpuq.mechanisms.log_weights.bernoulli_exp_neg",
+    "dpuq.mechanisms.log_weights.sample_log_weights",
+    "dpuq.mechanisms.log_weights.sample_log_weights_rows",
+    "dpuq.mechanisms.permute_and_flip.sample_permute_and_flip",
+    "dpuq.mechanisms.repetitions.bernoulli_rational",
+    "dpuq.mechanisms.repetitions.sample_repetitions",
+    "dpuq.mechanisms.repetitions.uniform_index",
+    "dpuq.mechanisms.repetitions.uniform_permutation",
+    "dpuq.mechanisms.windowed.bernoulli_exp_neg",
+    "dpuq.mechanisms.windowed.sample_segments",
+    "dpuq.mechanisms.windowed.windowed_exponential_mechanism",
+}
+#: Applications that repeat releases over splits to measure them, inside ``ledger._simulation``,
+#: and publish none (``dpuq reproduce``, ``dpuq demo``; docs/ledger.md).
+SIMULATIONS = ("dpuq.experiments.", "dpuq.commands.demo.", "dpuq.commands.reproduce.")
+SRC = Path(dpuq.__file__).parent
+
+
+@functools.cache
+def _graph(package: str, root: Path) -> CallGraph:
+    return CallGraph(package, root)
+
+
+def _uncharged_public(package: str, root: Path, exempt=frozenset(), simulations=()) -> list[str]:
+    graph = _graph(package, root)
+    uncharged = graph.drawing_uncharged()
+    return sorted(
+        path
+        for qual, path in public_callables(graph).items()
+        if qual in uncharged and qual not in exempt and not qual.startswith(simulations)
+    )
+
+
+def test_no_public_function_draws_noise_without_going_through_charge():
+    """Issue 34, item 3: every name reachable without an underscore from dpuq and its public
+    subpackages either charges (dpuq.ledger.charge) before its noise or draws none."""
+    assert _uncharged_public("dpuq", SRC, SAMPLERS, SIMULATIONS) == []
+
+
+def test_the_exempt_samplers_draw_and_take_no_epsilon():
+    drawing = _graph("dpuq", SRC).drawing()
+    for qual in sorted(SAMPLERS):
+        module, name = qual.rsplit(".", 1)
+        params = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+        assert not {"epsilon", "sensitivity", "ledger"} & set(params), qual
+        assert qual in drawing, f"{qual} draws nothing: the list is stale"
+
+
+def test_the_walk_finds_a_bypass(tmp_path, monkeypatch):
+    """Negative control: a synthetic package with one honest release, one that draws with no
+    charge, one that forges someone else's charge, and one behind an import alias."""
+    pkg = tmp_path / "fakepkg"
+    (pkg / "mechanisms").mkdir(parents=True)
+    files = {
+        "__init__.py": "from fakepkg.api import honest, leaky\n",
+        "ledger.py": "CALLER_CHARGED = object()\ndef charge(ledger, dataset, cost):\n    pass\n",
+        "mechanisms/__init__.py": "",
+        "mechanisms/sampler.py": "def draw(rng):\n    return rng.integers(3)\n",
+        "api.py": """
+            from fakepkg.ledger import CALLER_CHARGED, charge
+            from fakepkg.mechanisms import sampler as s
+
+            def honest(x, rng, ledger=None):
+                charge(ledger, None, 1.0)
+                return x + s.draw(rng)
+
+            def leaky(x, rng):
+                return x + _helper(rng)
+
+            def _helper(rng):
+                return s.draw(rng)
+
+            def forged(x, rng):
+                return honest(x, rng, ledger=CALLER_CHARGED)
+
+            def forwards(x, rng, ledger=None):
+                return honest(x, rng, ledger=ledger)
+
+            class Estimator:
+                def fit(self, x, rng):
+                    return _helper(rng)
+            """,
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(textwrap.dedent(text))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = _uncharged_public("fakepkg", pkg)
+    assert found == [
+        "fakepkg.api.Estimator.fit",
+        "fakepkg.api.forged",
+        "fakepkg.leaky",  # fakepkg.api.leaky, found first at the package's root
+        "fakepkg.mechanisms.sampler.draw",
+    ]

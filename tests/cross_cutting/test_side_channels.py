@@ -165,6 +165,23 @@ def _data_file(x, d):
     return d / "x.csv"
 
 
+def _noisy_run(c, b, rng):
+    """A hostile run (user code and third-party libraries): it prints, logs like
+    dp-accounting's "failed to converge", warns and steps every global generator, once per run."""
+    import logging
+    import random
+    import sys
+
+    import torch
+
+    print("one line per run", file=sys.stderr)
+    print("and on stdout")
+    logging.getLogger("absl").warning("_compute_log_a_frac failed to converge")
+    warnings.warn("a warning per run", RuntimeWarning, stacklevel=1)
+    _ = random.random(), np.random.random(), torch.rand(1)  # noqa: NPY002
+    return float(c), c
+
+
 CASES = [
     # conformal calibration
     Case("calibrate", lambda s, d: dpuq.calibrate(s, alpha=0.1, epsilon=1.0, random_state=0),
@@ -250,6 +267,11 @@ CASES = [
         [0.25, 0.5, 0.75], lambda c, b, rng: (dpuq.laplace_mechanism(
             float(np.mean(x > c)), sensitivity=1 / x.size, epsilon=b, random_state=rng), c),
         epsilon=3.0, distribution="geometric", expected_runs=3, random_state=0), BOUNDED,
+        released=lambda r: [r.score, r.candidate] if hasattr(r, "score") else []),
+    # issue 34: the number of runs K is a hidden draw; the seeds give K = 1 and K = 5
+    Case("private_selection: hidden number of runs", lambda seed, d: private_selection(
+        [1, 2, 3], _noisy_run, epsilon=3.0, distribution="geometric", expected_runs=3,
+        random_state=seed), [(0, 1), (0, 6)],
         released=lambda r: [r.score, r.candidate] if hasattr(r, "score") else []),
     Case("PrivateERMClassifier.fit", _erm, ERM,
          released=lambda r: [r.concept_index_, r.concept_]),

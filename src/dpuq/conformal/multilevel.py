@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpuq._validation import check_alpha, check_epsilon, check_n_bins
-from dpuq.ledger import charge
+from dpuq.ledger import CALLER_CHARGED, charge
 from dpuq.mechanisms.joint_quantiles import (
     _MAX_TUPLES,
     joint_quantiles,
@@ -199,7 +199,9 @@ def calibrate_levels(
     notes: list[str] = []
     if active:
         ranks = np.array([level[i] * n for i in active])
-        bins = joint_quantiles(counts, ranks, epsilon, check_random_state(random_state))
+        bins = joint_quantiles(
+            counts, ranks, epsilon, check_random_state(random_state), ledger=CALLER_CHARGED
+        )
         threshold[active] = bin_edges(m)[bins]
     left_out = [alphas[i] for i in range(len(alphas)) if not math.isfinite(level[i])]
     if left_out:

@@ -21,11 +21,11 @@ from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.mechanisms.risk import (
+    _risk_selection_rows,
     certified_risk_target,
     check_losses,
     loss_sums,
     risk_certificate,
-    risk_selection_rows,
 )
 from dpuq.report import PrivacyReport, Relation
 
@@ -169,7 +169,7 @@ def risk_control(
         )
     else:
         sums = loss_sums(arr)[None, :]  # the only step that reads the data
-        index = int(risk_selection_rows(sums, n, target, eps, check_random_state(random_state))[0])
+        index = int(_risk_selection_rows(sums, n, target, eps, check_random_state(random_state))[0])
         cert = risk_certificate(n, target, eps, m)
     report = PrivacyReport(
         mechanism="exponential mechanism over a public lambda grid (private conformal risk "

@@ -32,7 +32,7 @@ from scipy.special import logsumexp
 
 from dpuq._validation import check_epsilon, check_positive_int
 from dpuq.mechanisms.exponential import sample_log_weights_rows
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import RandomState, check_random_state, release_generator
 
 __all__ = [
     "certified_risk_target",
@@ -113,7 +113,7 @@ def risk_selection_log_distribution(losses, target: float, epsilon: float) -> np
     return lw - logsumexp(lw)
 
 
-def risk_selection_rows(
+def _risk_selection_rows(
     sums, n: int, target: float, epsilon: float, random_state: RandomState = None
 ) -> np.ndarray:
     """One independent ε-DP selection per row of loss sums ``(rows, m)`` (experiments).
@@ -129,10 +129,20 @@ def risk_selection_rows(
     return np.asarray(sample_log_weights_rows(lw, check_random_state(random_state)), np.int64)
 
 
-def risk_selection(losses, target: float, epsilon: float, random_state: RandomState = None) -> int:
+def risk_selection(
+    losses,
+    target: float,
+    epsilon: float,
+    random_state: RandomState = None,
+    *,
+    ledger=None,
+    dataset: str | None = None,
+) -> int:
     """One ε-DP draw of a grid index ``J`` (0-based) from the law in the module docstring.
 
-    Privacy: ε-DP, δ = 0, replace-one with ``n`` public (module docstring).
+    Privacy: ε-DP, δ = 0, replace-one with ``n`` public (module docstring). With
+    ``ledger``/``dataset`` ε is charged to the data set's budget before any noise
+    (:func:`dpuq.ledger.charge`), or the draw is refused.
 
     Examples
     --------
@@ -141,8 +151,13 @@ def risk_selection(losses, target: float, epsilon: float, random_state: RandomSt
     2
     """
     arr = check_losses(losses)
-    return int(risk_selection_rows(loss_sums(arr)[None, :], arr.shape[0], target, epsilon,
-                                   random_state)[0])  # fmt: skip
+    n = arr.shape[0]
+    lw = _log_weights(loss_sums(arr)[None, :], n, _check_target(target, n), check_epsilon(epsilon))
+    settings = {"n": n, "n_lambdas": int(arr.shape[1]), "target": float(target)}
+    rng = release_generator(
+        random_state, ledger, dataset, float(epsilon), what="risk_selection", settings=settings
+    )
+    return int(sample_log_weights_rows(lw, rng)[0])
 
 
 def risk_certificate(n: int, target: float, epsilon: float, n_lambdas: int) -> float:

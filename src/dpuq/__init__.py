@@ -37,6 +37,7 @@ from dpuq.conformal import (
     softmax,
     split_conformal_threshold,
     top_k_scores,
+    with_trivial_answer,
 )
 from dpuq.conformal.partitions import score_partitions
 from dpuq.inference import (
@@ -216,4 +217,5 @@ __all__ = [
     "static_calibration_error",
     "top_k_scores",
     "weighted_quantile",
+    "with_trivial_answer",
 ]

@@ -166,7 +166,6 @@ def test_uninformative_release_is_the_last_lambda():
     [
         (np.array([[0.5, 0.6, 0.0]]), "nonincreasing"),
         (np.array([[1.5, 0.0]]), r"\[0, 1\]"),
-        (np.array([[1.0, 0.2]]), "largest lambda"),
         (np.array([1.0, 0.0]), "shape"),
     ],
 )

@@ -155,9 +155,15 @@ def _fragile_mean(rows, w):  # a user's statistic that fails on some data (must 
     return float(np.average(rows[:, 0], weights=w))
 
 
+_RNG_LOSSES = np.random.default_rng(34)
+
+
 def _losses(x, d):  # loss vectors nonincreasing along a public grid, 0 at the last value
     grid = np.array([0.0, 0.25, 0.5, 0.75, np.inf])
     return (x[:, None] > grid[None, :]).astype(float)
+
+
+_L0 = (_RNG_LOSSES.uniform(size=40)[:, None] > np.array([0.0, 0.5, 0.9, 2.0])).astype(float)
 
 
 def _data_file(x, d):
@@ -223,6 +229,10 @@ CASES = [
         released=lambda r: list(np.ravel(r.threshold))),
     Case("risk_control", lambda L, d: dpuq.risk_control(
         L, alpha=0.3, epsilon=1.0, random_state=0), BOUNDED, setup=_losses,
+        released=lambda r: [r.index, r.lambda_, r.certified_risk]),
+    # issue 34: one person's loss at the last (trivial) grid value used to refuse the release
+    Case("risk_control: the last grid value is trivial", lambda L, d: dpuq.risk_control(
+        L, alpha=0.3, epsilon=1.0, random_state=0), [(_L0, replace_one(_L0, 0, 1.0))],
         released=lambda r: [r.index, r.lambda_, r.certified_risk]),
     Case("private_confidence_interval(statistic=f)", lambda x, d:
         dpuq.private_confidence_interval(

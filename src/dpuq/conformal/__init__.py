@@ -25,6 +25,7 @@ from dpuq.conformal.risk_control import (
     false_negative_losses,
     interval_losses,
     risk_control,
+    with_trivial_answer,
 )
 from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores, top_k_scores
 from dpuq.conformal.sets import prediction_sets
@@ -61,6 +62,7 @@ __all__ = [
     "softmax",
     "split_conformal_threshold",
     "top_k_scores",
+    "with_trivial_answer",
 ]
 
 # the estimators subclass scikit-learn's BaseEstimator: imported on first use, so that

@@ -3,8 +3,10 @@
 Privacy
 -------
 Input: ``n`` loss vectors ``(L_i(λ_1), ..., L_i(λ_m))`` with values in [0, 1], nonincreasing
-along the public grid ``λ_1 < ... < λ_m`` and 0 at ``λ_m``; ``n``, the grid, the target ``τ``
-and ``epsilon`` are public. Neighbouring relation: replace-one (swap) with ``n`` public.
+along the public grid ``λ_1 < ... < λ_m``; ``λ_m`` is the trivial answer (the whole label set,
+the whole line), whose loss is 0 by construction (the last column is never read); ``n``, the
+grid, the target ``τ`` and ``epsilon`` are public. Neighbouring relation: replace-one (swap)
+with ``n`` public.
 Sums ``S_j = Σ_i L_i(λ_j)`` (nonincreasing in j, ``S_m = 0``) and the public ``S_0 = n``.
 Utility (minus the distance from τ to ``[S_j, S_{j-1}]``)::
 
@@ -48,7 +50,14 @@ _ROUND_UP = 1e-12
 
 
 def check_losses(losses, name: str = "losses") -> np.ndarray:
-    """Validate a loss matrix ``(n, m)``: finite, in [0, 1], nonincreasing along the grid, 0 last.
+    """Validate a loss matrix ``(n, m)``: finite, in [0, 1], nonincreasing along the grid.
+
+    The last grid value is the trivial answer (the whole label set, the whole line), whose loss
+    is 0 by construction: the last column is set to 0 whatever it holds, and is never read. A
+    positive loss there is not an error: refusing it would make the release's failure depend on
+    one person's data (the side-channel rule). Build losses with a trivial last value with
+    :func:`dpuq.conformal.risk_control.with_trivial_answer` (or ``interval_losses`` with
+    ``λ = inf``, ``false_negative_losses`` with ``λ = 1``).
 
     Raises
     ------
@@ -62,16 +71,12 @@ def check_losses(losses, name: str = "losses") -> np.ndarray:
         raise TypeError(f"{name} must be a real array of shape (n, m)")
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2:
         raise ValueError(f"{name} must have shape (n, m) with n >= 1 and m >= 2 grid values")
-    arr = arr.astype(float, copy=False)
+    arr = np.array(arr, dtype=float)  # a copy: the last column is set below
+    arr[:, -1] = 0.0  # the trivial answer, by construction (never read)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0.0) or np.any(arr > 1.0):
         raise ValueError(f"{name} must be finite and in [0, 1]")
     if np.any(np.diff(arr, axis=1) > 0.0):
         raise ValueError(f"{name} must be nonincreasing along the grid of lambdas (axis 1)")
-    if np.any(arr[:, -1] != 0.0):
-        raise ValueError(
-            f"{name} at the largest lambda must be 0 for everyone (the guarantee needs a grid "
-            "value whose loss is 0: append one, e.g. the full set or an infinite interval)"
-        )
     return arr
 
 

@@ -52,6 +52,7 @@ from dpuq._ledger_gate import (
     CALLER_CHARGED,
     REQUIRE_LEDGER_ENV,
     LedgerRequiredError,
+    _DeferredCharge,
     ledger_required,
 )
 from dpuq._ledger_gate import _CallerCharged as _CallerCharged  # pickles made before 0.3
@@ -429,6 +430,10 @@ def charge(
         seeded = seeded or check_random_state_setting(random_state) is not None
     if ledger is CALLER_CHARGED:
         return None
+    if isinstance(ledger, _DeferredCharge):  # the command line's ledger, charged here
+        if isinstance(cost, PrivacyReport):
+            return ledger.charge(cost.epsilon, cost.delta, cost.relation)
+        return ledger.charge(cost, delta, relation)
     if ledger is None and dataset is None:
         if ledger_required():
             raise LedgerRequiredError(

@@ -521,3 +521,86 @@ def test_the_walk_finds_a_bypass(tmp_path, monkeypatch):
         "fakepkg.leaky",  # fakepkg.api.leaky, found first at the package's root
         "fakepkg.mechanisms.sampler.draw",
     ]
+
+
+# --------------------------------------------------------------------------- decided in public
+_S250 = np.random.default_rng(3).uniform(size=250)  # alpha = 0.02, epsilon = 1: full sets
+
+
+def test_a_release_decided_by_public_quantities_charges_nothing(ledger):
+    """Issue 34, item 5: alpha = 0.02, epsilon = 1, n = 250 gives full sets whatever the data:
+    it charges 0 and says why; strict=True refuses it before any charge."""
+    with pytest.warns(UninformativeReleaseWarning):
+        cal = dpuq.calibrate(_S250, alpha=0.02, epsilon=1.0, ledger=ledger, dataset="d")
+    assert not cal.informative and cal.privacy_report.epsilon == 0.0
+    assert any("public quantities" in note for note in cal.privacy_report.notes)
+    with pytest.warns(UninformativeReleaseWarning):
+        cal = dpuq.calibrate(_S250, alpha=[0.02, 0.03], epsilon=1.0, ledger=ledger, dataset="d")
+    assert cal.privacy_report.epsilon == 0.0
+    assert [r.epsilon for r in ledger.releases("d")] == [0.0, 0.0]
+    for alpha in (0.02, [0.02, 0.2]):
+        with pytest.raises(dpuq.UninformativeReleaseError, match="strict"):
+            dpuq.calibrate(_S250, alpha=alpha, epsilon=1.0, strict=True, ledger=ledger, dataset="d")
+    assert len(ledger.releases("d")) == 2 and ledger.status("d").spent_epsilon == 0.0
+
+
+def test_cli_release_files_and_the_ledger_agree_on_epsilon(tmp_path, capsys):
+    """Issue 34, item 5 on the command line: an uninformative calibration or quantile interval
+    charges 0 (the file says 0); --strict refuses in one line, before the charge."""
+    np.savetxt(tmp_path / "s.csv", _S250)
+    np.savetxt(tmp_path / "q.csv", X01[:30], header="x", comments="")
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=5.0)
+    kw = ["--ledger", tmp_path / "l.sqlite", "--dataset", "d"]
+    cal = ["calibrate", "--scores", tmp_path / "s.csv", "--alpha", 0.02, "--epsilon", 1, *kw]
+    code, out, err = run_cli(capsys, *cal, "-o", tmp_path / "c.json")
+    assert code == 0, err
+    assert "charged nothing" in out
+    rec = json.loads((tmp_path / "c.json").read_text())
+    assert rec["privacy_report"]["epsilon"] == rec["trail"]["ledger"]["charged epsilon"] == 0.0
+    code, _, err = run_cli(capsys, *cal, "--strict", "-o", tmp_path / "c2.json")
+    assert code == 2 and "strict" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c2.json").exists()
+    for n, stat, informative in (
+        (30, ["quantile", "--quantile", 0.5], False),
+        (200, ["mean"], True),
+    ):
+        np.savetxt(tmp_path / "q.csv", X01[:n], header="x", comments="")
+        before = led.status("d").spent_epsilon
+        code, _, err = run_cli(
+            capsys, "interval", "--data", tmp_path / "q.csv", "--column", "x", "--statistic",
+            *stat, "--bounds", 0, 1, "--alpha", 0.1, "--epsilon", 1, *kw,
+            "-o", tmp_path / f"i{n}.json",
+        )  # fmt: skip
+        assert code == 0, err
+        rec = json.loads((tmp_path / f"i{n}.json").read_text())
+        assert rec["informative"] is informative
+        assert rec["privacy"]["epsilon"] == pytest.approx(led.status("d").spent_epsilon - before)
+    assert [r.epsilon for r in led.releases("d")] == [0.0, 1.0]
+
+
+def test_cli_never_infers_the_score_from_a_file_shape(tmp_path, capsys):
+    """Issue 34, item 4: one column with decimal commas ("103,3") reads as two columns; it no
+    longer switches to CQR on its own: refused in one line before the charge. calibrate says
+    which score it used."""
+    rng = np.random.default_rng(4)
+    y = rng.uniform(25, 346, size=300)
+    pred = y + rng.normal(0, 20, size=300)
+    (tmp_path / "pred.csv").write_text("".join(f"{v:.1f}\n".replace(".", ",") for v in pred))
+    np.savetxt(tmp_path / "y.csv", y)
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=5.0)
+    common = ["calibrate", "--targets", tmp_path / "y.csv", "--bound", 400, "--alpha", 0.1,
+              "--epsilon", 1, "--ledger", tmp_path / "l.sqlite", "--dataset", "d"]  # fmt: skip
+    code, _, err = run_cli(capsys, *common, "--predictions", tmp_path / "pred.csv",
+                           "-o", tmp_path / "c.json")  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--score cqr" in err and not (tmp_path / "c.json").exists()
+    assert led.releases("d") == []
+    np.savetxt(tmp_path / "p1.csv", pred)
+    np.savetxt(tmp_path / "p2.csv", np.c_[pred - 30, pred + 30], delimiter=",")
+    for file, extra, score in (("p1.csv", [], "absolute"), ("p2.csv", ["--score", "cqr"], "cqr")):
+        code, out, err = run_cli(capsys, *common, "--predictions", tmp_path / file, *extra,
+                                 "-o", tmp_path / f"{score}.json")  # fmt: skip
+        assert code == 0, err
+        assert f"score: {score}" in out

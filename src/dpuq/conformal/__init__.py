@@ -3,6 +3,7 @@
 from dpuq.conformal.bound import InSampleResidualsWarning, PublicBound, public_bound
 from dpuq.conformal.calibration import (
     PrivateCalibration,
+    UninformativeReleaseError,
     UninformativeReleaseWarning,
     calibrate,
     coverage_upper_bound,
@@ -39,6 +40,7 @@ __all__ = [
     "PrivateConformalRegressor",
     "PrivateRiskControl",
     "PublicBound",
+    "UninformativeReleaseError",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",

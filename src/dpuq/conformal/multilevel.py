@@ -190,7 +190,7 @@ def calibrate_levels(
     charge(
         ledger,
         dataset,
-        epsilon,
+        epsilon if active else 0.0,  # no level informative: public quantities decided it
         what=f"calibrate: {len(alphas)} private conformal thresholds (joint)",
         random_state=random_state,
         settings={"alpha": [float(x) for x in alphas], "n": int(n), "n_bins": int(m)},
@@ -212,10 +212,15 @@ def calibrate_levels(
             "would help"
         )
         notes.append(msg)  # dpuq.calibrate warns with it
+    if not active:
+        notes.append(
+            "public quantities alone (n, alpha, epsilon, n_bins) decided this release: it costs "
+            "epsilon = 0 and charges nothing"
+        )
     report = PrivacyReport(
         mechanism="joint exponential mechanism over ordered tuples of binned thresholds "
         "(rank utility -max_l d_l, certified levels; dpuq docs/calibration.md)",
-        epsilon=epsilon,
+        epsilon=epsilon if active else 0.0,
         delta=0.0,
         relation=Relation.REPLACE_ONE,
         sensitivity="utility -max_l max(L_j - rho_l, rho_l - C_j, 0) moves by at most 1"

@@ -403,7 +403,7 @@ class TestBudgetCommand:
         monkeypatch.delenv("DPUQ_LEDGER", raising=False)
         monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
         assert main(["budget", "show", "--dataset", "icu"]) == 2
-        assert capsys.readouterr().err.startswith("dpuq: error: no ledger at")
+        assert capsys.readouterr().err.startswith("dpuq budget: error: no ledger at")
         assert main(["budget", "init", "--dataset", "icu", "--epsilon", "2", "--delta",
                      "1e-6"]) == 0  # fmt: skip
         assert (tmp_path / "xdg" / "dpuq" / "ledger.sqlite").exists()

@@ -221,7 +221,7 @@ def test_full_disk_during_overwrite_keeps_the_old_release_and_the_budget(tmp_pat
         capture_output=True, text=True, env=_env(tmp_path),
     )  # fmt: skip
     assert proc.returncode != 0
-    assert proc.stderr.startswith("dpuq: error:") and "too large" in proc.stderr.lower()
+    assert proc.stderr.startswith("dpuq calibrate: error:") and "too large" in proc.stderr.lower()
     assert out.read_bytes() == old
     assert Ledger(ledger).status("icu").spent_epsilon == 1.0  # refused before the spend
     assert _leftovers(tmp_path) == []

@@ -383,7 +383,7 @@ def release_trail(
     if receipt is not None:
         status = receipt.ledger.status(receipt.dataset)
         trail["ledger"] = {
-            "path": str(receipt.ledger.path),
+            "file": Path(receipt.ledger.path).name,  # its name only, never where it lives
             "entry": receipt.id,
             "charged epsilon": receipt.epsilon,
             "charged delta": receipt.delta,

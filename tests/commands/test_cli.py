@@ -557,7 +557,7 @@ class TestErrors:
         )  # fmt: skip
         assert proc.returncode == 2
         assert proc.stderr.strip().splitlines() == [
-            f"dpuq: error: --scores {str(tmp_path / 'x.npy')!r}: no such file"
+            f"dpuq calibrate: error: --scores {str(tmp_path / 'x.npy')!r}: no such file"
         ]
 
 

@@ -604,3 +604,33 @@ def test_cli_never_infers_the_score_from_a_file_shape(tmp_path, capsys):
                                  "-o", tmp_path / f"{score}.json")  # fmt: skip
         assert code == 0, err
         assert f"score: {score}" in out
+
+
+def test_cli_release_files_name_the_ledger_only_and_errors_have_one_style(tmp_path, capsys):
+    """Issue 34, item 7: a release file stores the ledger's file name (never its absolute
+    path); errors read ``dpuq <command>: error: --flag ...``, naming the flag as typed."""
+    np.save(tmp_path / "p.npy", PROBS)
+    np.savetxt(tmp_path / "y.csv", LABELS, fmt="%d")
+    np.savetxt(tmp_path / "bad.csv", np.r_[5, LABELS[1:]], fmt="%d")
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=5.0)
+    kw = ["--alpha", 0.1, "--epsilon", 1, "--ledger", tmp_path / "l.sqlite", "--dataset", "d"]
+    code, _, err = run_cli(capsys, "calibrate", "--probs", tmp_path / "p.npy", "--labels",
+                           tmp_path / "y.csv", *kw, "-o", tmp_path / "c.json")  # fmt: skip
+    assert code == 0, err
+    text = (tmp_path / "c.json").read_text()
+    assert str(tmp_path) not in text
+    assert json.loads(text)["trail"]["ledger"]["file"] == "l.sqlite"
+    for argv in (
+        ["calibrate", "--probs", tmp_path / "p.npy", "--labels", tmp_path / "bad.csv", *kw],
+        ["calibrate", "--probs", tmp_path / "p.npy", "--labels", tmp_path / "bad.csv", *kw,
+         "--class-conditional"],
+        ["temperature", "--logits", tmp_path / "p.npy", "--labels", tmp_path / "bad.csv",
+         "--epsilon", 1],
+        ["calibrate", "--probs", tmp_path / "p.npy", "--labels", tmp_path / "y.csv",
+         "--alpha", 0.7, "--epsilon", 1],
+    ):  # fmt: skip
+        code, _, err = run_cli(capsys, *argv, "-o", tmp_path / "x.json")
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert err.startswith(f"dpuq {argv[0]}: error: --"), err
+    assert len(led.releases("d")) == 1

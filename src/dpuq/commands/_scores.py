@@ -137,6 +137,9 @@ def _classification_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
         raise ValueError(
             f"--labels has {labels.size} entries but --probs has {probs.shape[0]} rows"
         )
+    from dpuq._validation import check_labels
+
+    labels = check_labels(labels, probs.shape[1], probs.shape[0], "--labels")  # as typed
     seed = {"random_state": args.seed} if params.get("randomized") else {}
     scores = score_function(name)(probs, labels, **params, **seed)
     meta = {"task": "classification", "score": {"name": name, **params}, **input_meta}

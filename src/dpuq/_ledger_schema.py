@@ -111,6 +111,37 @@ class Status:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def statement(self) -> dict[str, str]:
+        """The privacy statement of the whole budget (``dpuq budget show``), in the words of
+        :attr:`dpuq.report.PrivacyReport.statement`."""
+        from dpuq.report import (
+            OUTPUTS_COVERED,
+            OUTPUTS_NOT_COVERED,
+            PRIVACY_UNIT,
+            Relation,
+        )
+
+        pure = self.budget_delta == 0.0
+        return {
+            "privacy unit": PRIVACY_UNIT,
+            "neighbouring relation": Relation.coerce(self.relation).description,
+            "measure": f"pure epsilon-DP (epsilon = {self.budget_epsilon:g} in total)"
+            if pure
+            else f"approximate (epsilon, delta)-DP (epsilon = {self.budget_epsilon:g}, "
+            f"delta = {self.budget_delta:g} in total)",
+            "accountant": "the ledger, a privacy filter: basic composition (epsilons and "
+            "deltas add up) against a fixed budget, valid when each release's cost is chosen "
+            "after seeing the earlier outputs (Rogers, Roth, Ullman, Vadhan 2016, 'Privacy "
+            "odometers and filters'); each release's own accountant in its report",
+            "outputs covered": OUTPUTS_COVERED + ", of every release recorded here",
+            "outputs not covered": OUTPUTS_NOT_COVERED + "; releases made without this ledger",
+            "tuning accounted": "only where a release says so in its report (private "
+            "selection); settings chosen by looking at these data outside dpuq are not",
+            "sampling assumption": "none by the ledger; a release that assumes one (DP-SGD's "
+            "Poisson subsampling) says so in its report",
+        }
+
 
 @dataclass(frozen=True)
 class Release:

@@ -8,10 +8,14 @@ never taken back: if the process dies after reserving, or the release fails, the
 counted (conservative: never a release without its spend).
 
 Composition (:func:`compose_costs`): pure ε adds; ``(ε, δ)`` parts compose by basic composition
-(ε's add, δ's add). Basic composition stays valid when each release's ε and δ are chosen after
-seeing earlier outputs, which is how a ledger is used (Rogers et al. 2016, "Privacy odometers and
-filters"); tighter composition theorems (advanced, PLD) are not all valid for such adaptively
-chosen costs, so the ledger does not use them. A cost stated under add/remove-one is charged to a
+(ε's add, δ's add). The ledger is a *privacy filter* (Rogers, Roth, Ullman, Vadhan 2016,
+"Privacy odometers and filters", NeurIPS): the budget ``(ε_g, δ_g)`` is fixed in advance, each
+release's cost may be chosen after seeing every earlier output, and a release is refused when
+the sum would exceed the budget. Their basic-composition filter shows that the whole adaptive
+interaction is then ``(ε_g, δ_g)``-DP: summing ε and δ is valid under adaptive choice with a
+fixed budget (tested exactly on a small case in ``tests/test_ledger.py``). Tighter theorems
+(advanced composition, PLD) do not all hold for adaptively chosen costs; the ledger does not
+use them. A cost stated under add/remove-one is charged to a
 replace-one budget converted by group privacy, ``(2ε, (1 + e^ε) δ)``
 (:meth:`dpuq.report.PrivacyReport.under`), and the history keeps both; a replace-one cost is
 refused by an add/remove-one budget (no conversion exists).

@@ -634,3 +634,55 @@ def test_cli_release_files_name_the_ledger_only_and_errors_have_one_style(tmp_pa
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert err.startswith(f"dpuq {argv[0]}: error: --"), err
     assert len(led.releases("d")) == 1
+
+
+# --------------------------------------------------------------------------- privacy statements
+STATEMENT = ("privacy unit", "neighbouring relation", "measure", "accountant", "outputs covered",
+             "outputs not covered", "tuning accounted", "sampling assumption")  # fmt: skip
+
+
+def _report_of(outcome):
+    for name in ("privacy_report", "privacy_report_"):
+        if hasattr(outcome, name):
+            return getattr(outcome, name)
+    return outcome if isinstance(outcome, dpuq.PrivacyReport) else None
+
+
+def test_every_privacy_report_states_what_a_data_steward_signs():
+    """Issue 34, item 8: privacy unit, relation, measure, accountant, outputs covered and not
+    (timing, user code's side effects), tuning accounted, sampling assumption."""
+    reports = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, release in RELEASES.items():
+            report = _report_of(release(0))
+            if report is not None:
+                reports[name] = report
+    assert len(reports) >= 15, sorted(reports)
+    for name, report in reports.items():
+        statement = report.statement
+        assert tuple(statement) == STATEMENT, name
+        assert all(isinstance(v, str) and v for v in statement.values()), name
+        assert (
+            "timing" in statement["outputs not covered"]
+            or "wall-clock" in (statement["outputs not covered"])
+        )
+        assert "user code" in statement["outputs not covered"]
+        assert report.to_dict()["statement"] == statement
+        assert "privacy unit: one person's record" in str(report)
+    assert "accounted" in reports["private_selection"].statement["tuning accounted"]
+    assert "pure epsilon-DP" in reports["calibrate"].statement["measure"]
+
+
+def test_budget_show_states_the_filter_and_the_statement(tmp_path, capsys):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=2.0)
+    code, out, err = run_cli(capsys, "budget", "show", "--ledger", tmp_path / "l.sqlite",
+                             "--dataset", "d")  # fmt: skip
+    assert code == 0, err
+    for key in STATEMENT:
+        assert f"{key}: " in out, key
+    assert "Rogers, Roth, Ullman, Vadhan 2016" in out and "privacy filter" in out
+    code, out, _ = run_cli(capsys, "budget", "show", "--ledger", tmp_path / "l.sqlite",
+                           "--dataset", "d", "--json")  # fmt: skip
+    assert tuple(json.loads(out)["statement"]) == STATEMENT

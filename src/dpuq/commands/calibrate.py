@@ -172,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.conformal.calibration import calibrate
     from dpuq.conformal.release_io import calibration_record
     from dpuq.io import check_output_path
+
     # Everything that can fail is checked before the release: a failed write after it would
     # make the user run it again and spend epsilon twice.
     out = check_output_path(args.output, "-o", (".json",), force=args.force)

@@ -351,6 +351,9 @@ def private_selection(
             "time of the call grows with the number of runs: do not publish it.",
         ),
         seeded=random_state is not None,
+        accountant=details["accounting"],
+        tuning="accounted: the search over the candidates is part of this release's epsilon "
+        "(best of a random number of runs; the runs' number and scores stay hidden)",
     )
     # always charged: with DPUQ_REQUIRE_LEDGER=1 a selection without a ledger is refused.
     # settings: public (the distribution of K, the budget, |candidates|)

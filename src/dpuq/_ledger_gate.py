@@ -51,17 +51,17 @@ class _DeferredCharge:
     name, settings, note and output, or not at all when public quantities alone decided the
     release (it then charges nothing, and its file says epsilon 0). Internal use only."""
 
-    def __init__(self, ledger, dataset, *, what, output, seeded, settings, note):
+    def __init__(self, ledger, dataset, *, what, output, seeded, settings, note, status="reserved"):
         self.ledger, self.dataset, self.what = ledger, dataset, what
         self.output, self.seeded, self.settings, self.note = output, seeded, settings, note
-        self.receipt = None
+        self.status, self.receipt = status, None
 
     def charge(self, epsilon: float, delta: float, relation):
         if self.ledger is None:
             return None
         self.receipt = self.ledger.reserve(
             self.dataset, epsilon, delta, relation, what=self.what, output=self.output,
-            seeded=self.seeded, settings=self.settings, note=self.note,
+            seeded=self.seeded, settings=self.settings, note=self.note, status=self.status,
         )  # fmt: skip
         return self.receipt
 

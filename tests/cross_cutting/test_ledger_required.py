@@ -542,6 +542,11 @@ def test_a_release_decided_by_public_quantities_charges_nothing(ledger):
         with pytest.raises(dpuq.UninformativeReleaseError, match="strict"):
             dpuq.calibrate(_S250, alpha=alpha, epsilon=1.0, strict=True, ledger=ledger, dataset="d")
     assert len(ledger.releases("d")) == 2 and ledger.status("d").spent_epsilon == 0.0
+    clf = dpuq.PrivateConformalClassifier(_identity, epsilon=1.0, confidence_level=0.98)
+    with pytest.warns(UninformativeReleaseWarning):
+        clf.conformalize(PROBS[:250], LABELS[:250], ledger=ledger, dataset="d")
+    assert clf.privacy_report_.epsilon == 0.0 and ledger.releases("d")[-1].epsilon == 0.0
+    assert clf.release_trail_["ledger"]["charged epsilon"] == 0.0
 
 
 def test_cli_release_files_and_the_ledger_agree_on_epsilon(tmp_path, capsys):

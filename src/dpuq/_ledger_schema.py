@@ -33,6 +33,7 @@ __all__ = [
     "compose_costs",
     "default_ledger_path",
     "now",
+    "release_trail",
 ]
 
 SCHEMA_VERSION = 2
@@ -323,3 +324,42 @@ class LedgerFile:
                 "WHERE id = ?",
                 (status, now(), output, rid),
             )
+
+
+def release_trail(
+    receipt, what: str, *, dataset: str | None = None, note: str | None = None
+) -> dict:
+    """The paper trail of one release, for its file and report: what was released, when, by
+    which dpuq, from which data set, which ledger entry paid for it (ε, δ, relation) and what is
+    left of the budget (the ledger's own numbers), or that no ledger was used.
+
+    Never a hash or fingerprint of the data: it would be a deterministic function of the data,
+    not private.
+
+    >>> release_trail(None, "a count")["ledger"] is None
+    True
+    """
+    from dpuq._version import __version__
+
+    trail = {
+        "released": what,
+        "released_at": now(),
+        "dpuq_version": __version__,
+        "dataset": receipt.dataset if receipt is not None else dataset,
+        "note": note,
+        "ledger": None,
+    }
+    if receipt is not None:
+        status = receipt.ledger.status(receipt.dataset)
+        trail["ledger"] = {
+            "file": Path(receipt.ledger.path).name,  # its name only, never where it lives
+            "entry": receipt.id,
+            "charged epsilon": receipt.epsilon,
+            "charged delta": receipt.delta,
+            "relation": receipt.relation,
+            "budget epsilon": status.budget_epsilon,
+            "budget delta": status.budget_delta,
+            "remaining epsilon": status.remaining_epsilon,
+            "remaining delta": status.remaining_delta,
+        }
+    return trail

@@ -66,11 +66,11 @@ def sealed() -> Iterator[None]:
     """Run a release's hidden work with no output and no trace in global random states.
 
     >>> import random
-    >>> before = random.random(); random.seed(1); ref = random.getstate()
+    >>> before = random.getstate()
     >>> with sealed():
     ...     print("one line per hidden run")
     ...     _ = random.random()
-    >>> random.getstate() == ref
+    >>> random.getstate() == before
     True
     """
     states = _global_states()

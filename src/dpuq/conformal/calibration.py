@@ -49,7 +49,7 @@ from dpuq.planning.levels import (
     _level_from_rho,
     coverage_upper_bound,
 )
-from dpuq.planning.sizes import min_calibration_size, min_epsilon
+from dpuq.planning.sizes import informative_advice
 from dpuq.report import PrivacyReport, Relation
 from dpuq.scale.sources import as_score_source
 
@@ -219,21 +219,6 @@ def _bin_counts(scores, bins_for_n) -> tuple[np.ndarray, int]:
     return np.bincount(_bin_index_fast(s, edges), minlength=edges.size), s.size
 
 
-def _advice(n, alpha, epsilon, n_bins, method) -> str:
-    """Which public n or ε would give informative sets (data-free)."""
-    bins = n_bins if n_bins == "auto" else int(n_bins)
-    advice = []
-    try:
-        need_n = min_calibration_size(alpha, epsilon, bins, method=method)
-        advice.append(f"n >= {need_n} calibration points at epsilon={epsilon:g}")
-    except ValueError:
-        pass
-    need_eps = min_epsilon(n, alpha, bins, method=method)
-    if math.isfinite(need_eps):
-        advice.append(f"epsilon >= {need_eps:g} at n={n}")
-    return " or ".join(advice) if advice else "a larger alpha"
-
-
 def calibrate(
     scores,
     *,
@@ -339,7 +324,7 @@ def calibrate(
         raise UninformativeReleaseError(
             f"strict: no informative release at n={n}, alpha={alpha:g}, epsilon={epsilon:g}, "
             f"n_bins={m}, method={method} (full sets whatever the data); informative sets "
-            f"need {_advice(n, alpha, epsilon, n_bins, method)}; nothing was charged"
+            f"need {informative_advice(n, alpha, epsilon, n_bins, method)}; nothing was charged"
         )
     receipt = charge(
         ledger,
@@ -371,7 +356,7 @@ def calibrate(
             f"no informative release possible: {why} at n={n}, alpha={alpha:g}, "
             f"epsilon={epsilon:g}, n_bins={m}, method={method}; the threshold is 1.0 "
             "(full prediction sets), nothing was sampled. Informative sets need "
-            + _advice(n, alpha, epsilon, n_bins, method)
+            + informative_advice(n, alpha, epsilon, n_bins, method)
             + "."
         )
         notes.extend([msg, PUBLIC_DECIDED])

@@ -16,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.multiclass import OneVsRestClassifier
 
 from dpuq.conformal.risk_control import conformal_risk_control, false_negative_losses
-from dpuq.mechanisms.risk import certified_risk_target, loss_sums, _risk_selection_rows
+from dpuq.mechanisms.risk import _risk_selection_rows, certified_risk_target, loss_sums
 
 
 def main(n_splits: int = 500, n: int = 1000, epsilon: float = 1.0, alpha: float = 0.1) -> None:

@@ -15,6 +15,7 @@ from dpuq.conformal import (
     ClassConditionalCalibration,
     PrivateCalibration,
     PrivateRiskControl,
+    UninformativeReleaseError,
     UninformativeReleaseWarning,
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -37,6 +38,7 @@ from dpuq.conformal import (
     softmax,
     split_conformal_threshold,
     top_k_scores,
+    with_trivial_answer,
 )
 from dpuq.conformal.online import aci_thresholds, online_conformal_thresholds
 from dpuq.conformal.partitions import score_partitions
@@ -169,6 +171,7 @@ __all__ = [
     "TabulatedConcepts",
     "Thresholds",
     "UninformativeIntervalWarning",
+    "UninformativeReleaseError",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
@@ -241,4 +244,5 @@ __all__ = [
     "static_calibration_error",
     "top_k_scores",
     "weighted_quantile",
+    "with_trivial_answer",
 ]

@@ -153,6 +153,7 @@ LAYERS = (
         "_ledger_schema",
         "_ledger_gate",
         "_io_text",
+        "_sealed",
         "report",
         "io",
     ),

@@ -335,7 +335,7 @@ def private_temperature_scaling(
         dataset,
         eps,
         what="private_temperature_scaling",
-        seeded=random_state is not None,
+        random_state=random_state,
         settings={"n": n, "classes": k, "loss": loss, "grid size": int(grid.size)},
     )
     index = exponential_mechanism(

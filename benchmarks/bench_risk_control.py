@@ -16,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.multiclass import OneVsRestClassifier
 
 from dpuq.conformal.risk_control import conformal_risk_control, false_negative_losses
-from dpuq.mechanisms.risk import certified_risk_target, loss_sums, risk_selection_rows
+from dpuq.mechanisms.risk import _risk_selection_rows, certified_risk_target, loss_sums
 
 
 def main(n_splits: int = 500, n: int = 1000, epsilon: float = 1.0, alpha: float = 0.1) -> None:
@@ -39,7 +39,7 @@ def main(n_splits: int = 500, n: int = 1000, epsilon: float = 1.0, alpha: float 
         sums[len(tests)] = loss_sums(losses[cal])
         tests.append(test)
         idx_np.append(conformal_risk_control(losses[cal], alpha))
-    idx_priv = risk_selection_rows(sums, n, target, epsilon, random_state=2)
+    idx_priv = _risk_selection_rows(sums, n, target, epsilon, random_state=2)
     for k in range(n_splits):
         risk_priv.append(losses[tests[k], idx_priv[k]].mean())
         risk_np.append(losses[tests[k], idx_np[k]].mean())

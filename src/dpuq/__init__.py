@@ -17,6 +17,7 @@ from dpuq.conformal import (
     ClassConditionalCalibration,
     PrivateCalibration,
     PrivateRiskControl,
+    UninformativeReleaseError,
     UninformativeReleaseWarning,
     absolute_residual_intervals,
     absolute_residual_scores,
@@ -39,6 +40,7 @@ from dpuq.conformal import (
     softmax,
     split_conformal_threshold,
     top_k_scores,
+    with_trivial_answer,
 )
 from dpuq.conformal.online import aci_thresholds, online_conformal_thresholds
 from dpuq.conformal.partitions import score_partitions
@@ -125,6 +127,8 @@ _LAZY_TRAINING = (
     "PolynomialDecay",
     "predict_proba",
     "select_and_train",
+    "DPClassifier",
+    "DPRegressor",
 )
 _LAZY = {
     "PrivateConformalClassifier": "dpuq.conformal.classifier",
@@ -169,6 +173,7 @@ __all__ = [
     "TabulatedConcepts",
     "Thresholds",
     "UninformativeIntervalWarning",
+    "UninformativeReleaseError",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
@@ -241,4 +246,5 @@ __all__ = [
     "static_calibration_error",
     "top_k_scores",
     "weighted_quantile",
+    "with_trivial_answer",
 ]

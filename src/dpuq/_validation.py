@@ -52,6 +52,7 @@ __all__ = [
     "check_positive_finite",
     "check_positive_int",
     "check_probabilities",
+    "check_random_state_setting",
     "check_scores",
     "check_size",
     "check_work",
@@ -154,6 +155,25 @@ def check_epsilon(epsilon, name: str = "epsilon") -> float:
             f"above e^{MAX_EPSILON:g} means no privacy; use the non-private method instead"
         )
     return eps
+
+
+def check_random_state_setting(random_state, name: str = "random_state"):
+    """``random_state`` is None, a non-negative int or a :class:`numpy.random.Generator`.
+
+    Returned unchanged. The ledger's :func:`~dpuq.privacy.ledger.charge` runs this before it records
+    a spend, so that a malformed ``random_state`` (``"42"``, ``-1``, ``1.5``, ``True``) costs
+    nothing, at every release.
+    """
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, Integral) and not isinstance(random_state, bool):
+        if int(random_state) < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {random_state}")
+        return random_state
+    raise TypeError(
+        f"{name} must be None, a non-negative int or a numpy.random.Generator, "
+        f"got {type(random_state).__name__}"
+    )
 
 
 def check_positive_finite(value, name: str) -> float:

@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except (ValueError, TypeError, OSError, KeyError, ImportError) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"dpuq: error: {message}", file=sys.stderr)
+        # one style for every error: argparse's own say "dpuq <command>: error:" too
+        print(f"dpuq {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 

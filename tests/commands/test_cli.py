@@ -256,7 +256,8 @@ class TestPredict:
         tmp, p, _ = data
         cal_path, out = tmp / "c.json", tmp / "int.npy"
         run_cli(capsys, "calibrate", "--predictions", p["quant"], "--targets", p["targets"],
-                "--bound", 4, "--alpha", 0.1, "--epsilon", 5, "-o", cal_path)  # fmt: skip
+                "--score", "cqr", "--bound", 4, "--alpha", 0.1, "--epsilon", 5,
+                "-o", cal_path)  # fmt: skip
         cal = json.loads(cal_path.read_text())
         assert cal["score"] == {"name": "cqr", "bound": 4.0}
         assert run_cli(capsys, "predict", "--calibration", cal_path, "--predictions",
@@ -557,7 +558,7 @@ class TestErrors:
         )  # fmt: skip
         assert proc.returncode == 2
         assert proc.stderr.strip().splitlines() == [
-            f"dpuq: error: --scores {str(tmp_path / 'x.npy')!r}: no such file"
+            f"dpuq calibrate: error: --scores {str(tmp_path / 'x.npy')!r}: no such file"
         ]
 
 

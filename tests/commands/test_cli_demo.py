@@ -14,7 +14,7 @@ from dpuq.cli import main
 
 def _one_error_line(capsys) -> str:
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("dpuq: error:"), err
+    assert len(err) == 1 and err[0].startswith("dpuq demo: error:"), err
     return err[0]
 
 

@@ -32,6 +32,7 @@ def _drifting(n=4000, seed=0):
         ({"alpha": 0.0}, "alpha"),
         ({"alpha": 0.6}, "alpha"),
         ({"epsilon": -1.0}, "epsilon"),
+        ({"epsilon": 1.5e-12}, "epsilon"),  # too small for the noise lattice: was charged
         ({"step": 0.0}, "step"),
         ({"block_size": 0}, "block_size"),
         ({"block_size": "big"}, "block_size"),
@@ -155,6 +156,32 @@ def test_classifier_refuses_bad_settings_before_the_charge(digits, tmp_path):
         with pytest.raises((ValueError, TypeError)):
             PrivateOnlineConformalClassifier(model, **params).start(ledger=ledger, dataset="d")
     assert ledger.status("d").spent_epsilon == 0.0
+
+
+def test_a_model_that_cannot_predict_is_refused_before_the_charge(digits, tmp_path):
+    """The model is a public setting: one that cannot predict must not cost ε at start()
+    (regression: it was found only at the first update, after the charge)."""
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("d", epsilon=5.0)
+    model = digits[0]
+    for est in (
+        PrivateOnlineConformalClassifier(object(), epsilon=1.0),
+        PrivateOnlineConformalRegressor(object(), epsilon=1.0, bound=1.0),
+        PrivateOnlineConformalRegressor((model, model), epsilon=1.0, bound=1.0),
+        PrivateOnlineConformalRegressor(
+            (model, object()), epsilon=1.0, bound=1.0, conformity_score="cqr"
+        ),
+    ):
+        with pytest.raises(TypeError, match="estimator"):
+            est.start(ledger=ledger, dataset="d")
+        assert not hasattr(est, "tracker_")
+    assert ledger.status("d").spent_epsilon == 0.0
+    # a pair for CQR and a callable are fine
+    PrivateOnlineConformalRegressor(
+        (model, model), epsilon=1.0, bound=1.0, conformity_score="cqr"
+    ).start(ledger=ledger, dataset="d")
+    PrivateOnlineConformalClassifier(model.predict_proba, epsilon=1.0).start()
+    assert ledger.status("d").spent_epsilon == pytest.approx(1.0)
 
 
 def test_regressor_intervals_cover_a_drifting_stream():

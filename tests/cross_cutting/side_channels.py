@@ -8,6 +8,8 @@ everything observable:
 - warnings (class and text), exceptions (class and text);
 - log records of every logger (all levels: the harness enables them while it runs);
 - stdout and stderr;
+- the global random states after the call (Python's ``random``, NumPy's legacy ``np.random``,
+  torch's generator when torch is imported), each set to a fixed state before the call;
 - files written or changed under the case's working directory (names and contents; a ledger
   SQLite file is read as its history, a ``.pkl`` file as the unpickled object's state).
 
@@ -62,6 +64,7 @@ class Observed:
     stdout: str
     stderr: str
     files: dict
+    global_rng: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -101,6 +104,41 @@ def _ledger_history(path: Path) -> list:
     return [budgets, rows]
 
 
+def _global_rng_digest() -> list:
+    """The global random states, as comparable text (torch's only when it is imported)."""
+    import hashlib
+    import random
+    import sys
+
+    states = [repr(random.getstate()), repr(np.random.get_state())]  # noqa: NPY002
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        states.append(torch.get_rng_state().numpy().tobytes().hex())
+    return [hashlib.sha256(s.encode()).hexdigest() for s in states]
+
+
+@contextlib.contextmanager
+def _fixed_global_rng():
+    """Set every global random state to a fixed one, and give the caller's back afterwards."""
+    import random
+    import sys
+
+    saved = (random.getstate(), np.random.get_state())  # noqa: NPY002
+    torch = sys.modules.get("torch")
+    saved_torch = torch.get_rng_state() if torch is not None else None
+    random.seed(0)
+    np.random.seed(0)  # noqa: NPY002
+    if torch is not None:
+        torch.manual_seed(0)
+    try:
+        yield
+    finally:
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])  # noqa: NPY002
+        if saved_torch is not None:
+            torch.set_rng_state(saved_torch)
+
+
 def observe(fn: Callable[[], Any], workdir: Path) -> Observed:
     """Run ``fn()`` and capture everything observable (see the module docstring)."""
     records: list = []
@@ -112,8 +150,13 @@ def observe(fn: Callable[[], Any], workdir: Path) -> Observed:
     out, err = io.StringIO(), io.StringIO()
     outcome, exception = None, None
     with (
+        _fixed_global_rng(),
         warnings.catch_warnings(record=True) as caught,
-        mock.patch.object(logging.Logger, "isEnabledFor", lambda self, level: True),
+        # every logger at every level, as a user may configure them (logging.disable, the
+        # global switch a sealed release uses, still holds)
+        mock.patch.object(
+            logging.Logger, "isEnabledFor", lambda self, level: level > self.manager.disable
+        ),
         mock.patch.object(logging.Logger, "handle", handle),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
@@ -123,6 +166,7 @@ def observe(fn: Callable[[], Any], workdir: Path) -> Observed:
             outcome = fn()
         except Exception as exc:  # an exception is an observable
             exception = (type(exc).__name__, str(exc))
+        global_rng = _global_rng_digest()
     files = {}
     for name, data in _snapshot(workdir).items():
         if before.get(name) == data:
@@ -142,6 +186,7 @@ def observe(fn: Callable[[], Any], workdir: Path) -> Observed:
         stdout=out.getvalue(),
         stderr=err.getvalue(),
         files=files,
+        global_rng=global_rng,
     )
 
 
@@ -237,6 +282,7 @@ def normalised(obs: Observed, released: list, workdir: Path) -> dict:
         "stdout": _scrub(obs.stdout, released, workdir),
         "stderr": _scrub(obs.stderr, released, workdir),
         "files": {k: _scrub(v, released, workdir) for k, v in obs.files.items()},
+        "global_rng": obs.global_rng,
     }
 
 

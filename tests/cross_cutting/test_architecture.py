@@ -150,8 +150,9 @@ def reachable(graph: dict[str, set[str]], start: str) -> dict[str, str]:
 # (data -> model -> scores -> private release -> sets/intervals -> report), with the
 # data-free rooms that every method leans on below the methods:
 LAYERS = (
-    # foundations: checks, old import paths, progress bars, users' files (no statistics)
-    ("_version", "_validation", "_moved", "_progress", "io"),
+    # foundations: checks, old import paths, progress bars, sealed hidden work, users' files
+    # (no statistics)
+    ("_version", "_validation", "_moved", "_progress", "_sealed", "io"),
     # privacy bookkeeping: the report and composition, the budget book (every release charges
     # it), the DP-SGD accountants and their planning (data-free, no noise)
     ("privacy",),

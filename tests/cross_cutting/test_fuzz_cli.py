@@ -1,7 +1,8 @@
 """Property-based fuzzing of every ``dpuq`` command, in process (``dpuq.cli.main``).
 
 Invariant: exit status 0 with a valid output file, or a non-zero status with exactly one
-``dpuq: error:`` line on stderr (``dpuq: warning:`` lines may precede it); never a traceback.
+``dpuq <command>: error:`` line on stderr (``dpuq: warning:`` lines may precede it); never a
+traceback.
 Files are generated with byte-order marks, CRLF, headers, comments, junk, NaN, wrong shapes
 and dtypes (``.npy`` with complex, bool or pickled objects).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import tempfile
 import warnings
 from pathlib import Path
@@ -44,7 +46,7 @@ def _check_outcome(code: int, err: str) -> bool:
     lines = [line for line in err.splitlines() if line.strip()]
     assert "Traceback" not in err, err
     if code == 0:  # warnings and progress bars may be on stderr, no error
-        assert not any(line.startswith("dpuq: error") for line in lines), err
+        assert not any(re.match(r"dpuq( [a-z]+)?: error", line) for line in lines), err
         return True
     errors = [line for line in lines if not line.startswith("dpuq: warning:")]
     assert len(errors) == 1, err

@@ -111,6 +111,12 @@ CASES = {
     "PrivateERMClassifier.fit invalid labels": lambda d: dpuq.learning.PrivateERMClassifier(
         dpuq.Thresholds([0.5]), epsilon=1.0
     ).fit(np.full(N, 0.123456789), _labels_with_sentinels(2)),
+    "DPClassifier.fit labels outside classes": lambda d: dpuq.DPClassifier(
+        epsilon=1.0, delta=1e-5, classes=[0, 1, 2], accountant="gdp", epochs=1
+    ).fit(_probs(), _labels_with_sentinels()),
+    "DPRegressor.fit non-finite targets": lambda d: dpuq.DPRegressor(
+        epsilon=1.0, delta=1e-5, accountant="gdp", epochs=1
+    ).fit(_probs(), np.r_[np.full(BAD, np.nan), np.full(N - BAD, 0.123456789)]),
     "private_temperature_scaling labels": lambda d: private_temperature_scaling(
         np.log(_probs()), _labels_with_sentinels(), epsilon=1.0
     ),

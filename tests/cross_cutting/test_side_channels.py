@@ -11,6 +11,7 @@ splits, labelled non-private in its output, not a release).
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import warnings
 
@@ -36,6 +37,7 @@ from dpuq.privacy.ledger import Ledger
 from dpuq.training.temperature import private_temperature_scaling
 
 B = (0.0, 1.0)
+_HAS_TORCH = all(importlib.util.find_spec(m) is not None for m in ("torch", "opacus"))
 
 
 # --------------------------------------------------------------------------- setups
@@ -141,6 +143,15 @@ def _erm_table(data, d):
     return clf
 
 
+def _dp_classifier(data, d):  # training: logs (progress lines), warnings and the report
+    X, y = data
+    clf = dpuq.DPClassifier(
+        epsilon=1.0, delta=1e-5, accountant="gdp", epochs=2, classes=[0, 1, 2], random_state=0
+    ).fit(X, y)
+    (d / "report.txt").write_text(str(clf.privacy_report_))
+    return clf
+
+
 _CELLS = np.repeat(np.arange(12), 5)
 #: a public domain of 12 cells: one person moves to another cell (and label)
 TABLE = [
@@ -171,14 +182,37 @@ def _fragile_mean(rows, w):  # a user's statistic that fails on some data (must 
     return float(np.average(rows[:, 0], weights=w))
 
 
+_RNG_LOSSES = np.random.default_rng(34)
+
+
 def _losses(x, d):  # loss vectors nonincreasing along a public grid, 0 at the last value
     grid = np.array([0.0, 0.25, 0.5, 0.75, np.inf])
     return (x[:, None] > grid[None, :]).astype(float)
 
 
+_L0 = (_RNG_LOSSES.uniform(size=40)[:, None] > np.array([0.0, 0.5, 0.9, 2.0])).astype(float)
+
+
 def _data_file(x, d):
     np.savetxt(d / "x.csv", x, header="x", comments="")
     return d / "x.csv"
+
+
+def _noisy_run(c, b, rng):
+    """A hostile run (user code and third-party libraries): it prints, logs like
+    dp-accounting's "failed to converge", warns and steps every global generator, once per run."""
+    import logging
+    import random
+    import sys
+
+    import torch
+
+    print("one line per run", file=sys.stderr)
+    print("and on stdout")
+    logging.getLogger("absl").warning("_compute_log_a_frac failed to converge")
+    warnings.warn("a warning per run", RuntimeWarning, stacklevel=1)
+    _ = random.random(), np.random.random(), torch.rand(1)  # noqa: NPY002
+    return float(c), c
 
 
 CASES = [
@@ -222,6 +256,10 @@ CASES = [
         released=lambda r: list(np.ravel(r.threshold))),
     Case("risk_control", lambda L, d: dpuq.risk_control(
         L, alpha=0.3, epsilon=1.0, random_state=0), BOUNDED, setup=_losses,
+        released=lambda r: [r.index, r.lambda_, r.certified_risk]),
+    # issue 34: one person's loss at the last (trivial) grid value used to refuse the release
+    Case("risk_control: the last grid value is trivial", lambda L, d: dpuq.risk_control(
+        L, alpha=0.3, epsilon=1.0, random_state=0), [(_L0, replace_one(_L0, 0, 1.0))],
         released=lambda r: [r.index, r.lambda_, r.certified_risk]),
     Case("private_confidence_interval(statistic=f)", lambda x, d:
         dpuq.private_confidence_interval(
@@ -267,6 +305,12 @@ CASES = [
             float(np.mean(x > c)), sensitivity=1 / x.size, epsilon=b, random_state=rng), c),
         epsilon=3.0, distribution="geometric", expected_runs=3, random_state=0), BOUNDED,
         released=lambda r: [r.score, r.candidate] if hasattr(r, "score") else []),
+    *([Case("DPClassifier.fit", _dp_classifier, LABELLED)] if _HAS_TORCH else []),
+    # issue 34: the number of runs K is a hidden draw; the seeds give K = 1 and K = 5
+    Case("private_selection: hidden number of runs", lambda seed, d: private_selection(
+        [1, 2, 3], _noisy_run, epsilon=3.0, distribution="geometric", expected_runs=3,
+        random_state=seed), [(0, 1), (0, 6)],
+        released=lambda r: [r.score, r.candidate] if hasattr(r, "score") else []),
     Case("PrivateERMClassifier.fit", _erm, ERM,
          released=lambda r: [r.concept_index_, r.concept_]),
     # the command line
@@ -291,7 +335,9 @@ CASES = [
     Case("cli calibrate --predictions", lambda d0, d: cli(
         ["calibrate", "--predictions", d / "pred.csv", "--targets", d / "y.csv", "--bound", 2,
          "--alpha", 0.1, "--epsilon", 1, "--seed", 0, "-o", d / "c.json"]), REGRESSION,
-        setup=_regression_files, released=lambda r, d: _json_released(d / "c.json")),
+        setup=_regression_files,
+        # the interval's half-width in outcome units, threshold x B, is computed from the release
+        released=lambda r, d: [*(rel := _json_released(d / "c.json")), *(2 * v for v in rel)]),
     Case("cli budget history after a release", lambda d0, d: [cli(
         ["calibrate", "--probs", d / "p.npy", "--labels", d / "y.csv", "--alpha", 0.1,
          "--epsilon", 1, "--seed", 0, "-o", d / "c.json", "--ledger", d / "ledger.sqlite",
@@ -350,6 +396,32 @@ def _json_released(path):
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_no_side_channel(case, tmp_path):
+    assert_no_side_channel(case, tmp_path)
+
+
+def _select_and_train(seed, d):
+    import torch
+
+    from dpuq.training import select_and_train
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(120, 2)).astype("float32")
+    y = (x[:, 0] > 0).astype("int64")
+    return select_and_train(
+        lambda c: torch.nn.Linear(2, 2),  # steps torch's global generator once per run
+        (x, y), [{"epochs": 1, "batch_size": 40, "learning_rate": 0.5}], epsilon=2.0,
+        delta=1e-5, expected_runs=2, random_state=seed,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_select_and_train_hides_its_number_of_runs(tmp_path):
+    """Issue 34, item 1, the reported instance: dp-accounting logs "failed to converge" on
+    every run's accounting and model_fn steps torch's global generator once per run; seeds 3
+    and 5 give K = 1 and K = 4 runs on the same data. Nothing observable may differ."""
+    pytest.importorskip("opacus")
+    case = Case("select_and_train: hidden number of runs", _select_and_train, [(3, 5)],
+                released=lambda r: [r.score] if hasattr(r, "score") else [])  # fmt: skip
     assert_no_side_channel(case, tmp_path)
 
 

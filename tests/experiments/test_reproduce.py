@@ -13,7 +13,7 @@ ALPHA = 0.1
 
 def _one_error_line(capsys) -> str:
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("dpuq: error:"), err
+    assert len(err) == 1 and err[0].startswith("dpuq reproduce: error:"), err
     return err[0]
 
 

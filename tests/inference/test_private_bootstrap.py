@@ -34,7 +34,7 @@ from dpuq.inference import (
 )
 from dpuq.inference._data import parse_statistic
 from dpuq.inference._resampling import Resamples, simulate_em_median
-from dpuq.inference.aggregation import private_clamped_mean
+from dpuq.inference.aggregation import _private_clamped_mean
 from dpuq.inference.estimates import (
     mean_sensitivity,
     trimmed_mean_sensitivity,
@@ -163,10 +163,10 @@ def test_clamped_mean_moves_at_most_two_w_over_s():
         v = rng.normal(size=s)
         v2 = v.copy()
         v2[rng.integers(s)] = rng.normal(scale=5)  # anything, inside or outside the window
-        a = private_clamped_mean(
+        a = _private_clamped_mean(
             v, epsilon=1.0, half_width=w, center=0.1, rng=np.random.default_rng(8)
         )
-        b = private_clamped_mean(
+        b = _private_clamped_mean(
             v2, epsilon=1.0, half_width=w, center=0.1, rng=np.random.default_rng(8)
         )
         assert abs(a.value - b.value) <= 2 * w / s + 1e-12

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -75,6 +76,43 @@ def test_sampler_follows_the_law():
     assert stats.kstest(noise, stats.laplace(scale=1.3 * scale).cdf).pvalue < 1e-3
 
 
+def test_thresholds_are_a_function_of_the_released_counts_only():
+    """The premise of the privacy proof: every threshold is the public recursion
+    ``q_{k+1} = q_k + η(Ẽ_k - α B)`` of the released (noisy) counts, never of an exact count.
+    (The enumeration above checks the law of the released counts; this ties the thresholds
+    the code hands out to them. Regression: a tracker stepping on the exact count passed
+    every other test.)"""
+    rng = np.random.default_rng(7)
+    s = rng.uniform(size=1003) * np.linspace(0.5, 1.0, 1003)
+    kw = {"alpha": 0.1, "step": 0.02, "block_size": 17, "initial": 0.5}
+    t, released = tracker_thresholds(s, epsilon=1.0, root=12, **kw)
+    steps = kw["step"] * (released - kw["alpha"] * kw["block_size"])
+    q = np.concatenate(([kw["initial"]], kw["initial"] + np.cumsum(steps)))
+    assert released.size == -(-s.size // 17) - 1  # the last block's count is never released
+    assert np.allclose(t, np.repeat(q, 17)[: s.size], rtol=0.0, atol=1e-12)
+    counts = (s[: released.size * 17].reshape(-1, 17) > t[: released.size * 17 : 17, None]).sum(1)
+    assert not np.allclose(released, counts)  # the counts were noised (negative control)
+
+
+def test_counts_lie_on_the_noise_lattice_for_every_accepted_epsilon():
+    """The proof adds integer counts to lattice noise without rounding: that needs the
+    lattice step ``γ <= 1`` for every ε the settings accept (it is 2 for ε below ~4.5e-13,
+    where odd and even counts would have disjoint supports)."""
+    from dpuq.conformal.online import check_online_settings
+    from dpuq.mechanisms.discrete_laplace import laplace_lattice
+
+    accepted = 0
+    for eps in np.geomspace(1e-13, 1e3, 400):
+        try:
+            check_online_settings(0.1, float(eps))
+        except ValueError:
+            continue
+        accepted += 1
+        gamma, _ = laplace_lattice(block_count_scale(float(eps)))
+        assert gamma <= 1.0 and 1.0 / gamma == round(1.0 / gamma)
+    assert 300 < accepted < 400  # the smallest values are refused, the rest checked
+
+
 def test_block_noise_is_chunk_invariant_and_seeded():
     a = block_noise(3, 0, 600, 1.0)
     assert np.array_equal(a[250:260], block_noise(3, 250, 260, 1.0))
@@ -110,6 +148,20 @@ def test_incremental_tracker_equals_the_batch_function():
     assert np.array_equal(np.concatenate(pieces)[: s.size], batch)
 
 
+def test_tracker_refuses_to_pickle_an_unreleased_count():
+    """The estimators refuse pickling mid-block; the tracker they hold (a public attribute)
+    must too, or ``pickle.dumps(clf.tracker_)`` writes the unreleased count."""
+    kw = {"alpha": 0.1, "epsilon": 1.0, "step": 0.01, "block_size": 4, "initial": 0.5}
+    tr = OnlineTracker(**kw)
+    tr.observe(np.array([0.9, 0.9, 0.1]), root=0)
+    with pytest.raises(TypeError, match="incomplete block"):
+        pickle.dumps(tr)
+    tr.observe(np.array([0.9]), root=0)  # the block is complete: its count is released
+    again = pickle.loads(pickle.dumps(tr))
+    assert (again.threshold, again.n_seen, again.n_blocks) == (tr.threshold, 4, 1)
+    assert again.observe(np.array([0.2]), root=0)[0] == tr.threshold
+
+
 def _pathwise_bound(released, counts, n, alpha, step, block_size, initial):
     noise_sums = np.concatenate(([0.0], np.cumsum(released - counts)))
     m = float(np.max(np.abs(noise_sums)))
@@ -120,14 +172,16 @@ def _pathwise_bound(released, counts, n, alpha, step, block_size, initial):
 
 
 def test_coverage_bound_holds_exactly_on_every_tiny_stream():
-    """Every stream of 5 scores over {0, 0.5, 1} (243 streams), three noise seeds each: the
-    deviation |sum(err) - α T| never exceeds the pathwise bound of the module docstring."""
+    """Every stream of 5 scores over {0, 0.5, 1} (243 streams), four noise draws each: the
+    deviation |sum(err) - α T| never exceeds the pathwise bound of the module docstring.
+    A nearly noise-free run (ε = 50) makes the block term ``(1 - α)B`` of the bound matter: the
+    test fails without it."""
     kw = {"alpha": 0.25, "step": 0.3, "block_size": 2, "initial": 0.5}
     worst = 0.0
     for combo in itertools.product((0.0, 0.5, 1.0), repeat=5):
         s = np.array(combo)
-        for seed in range(3):
-            t, released = tracker_thresholds(s, epsilon=1.0, root=seed, **kw)
+        for epsilon, seed in ((1.0, 0), (1.0, 1), (1.0, 2), (50.0, 0)):
+            t, released = tracker_thresholds(s, epsilon=epsilon, root=seed, **kw)
             err = s > t
             counts = err[: released.size * 2].reshape(-1, 2).sum(axis=1)
             dev = abs(err.sum() - kw["alpha"] * s.size)

@@ -403,7 +403,7 @@ class TestBudgetCommand:
         monkeypatch.delenv("DPUQ_LEDGER", raising=False)
         monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
         assert main(["budget", "show", "--dataset", "icu"]) == 2
-        assert capsys.readouterr().err.startswith("dpuq: error: no ledger at")
+        assert capsys.readouterr().err.startswith("dpuq budget: error: no ledger at")
         assert main(["budget", "init", "--dataset", "icu", "--epsilon", "2", "--delta",
                      "1e-6"]) == 0  # fmt: skip
         assert (tmp_path / "xdg" / "dpuq" / "ledger.sqlite").exists()
@@ -429,3 +429,65 @@ class TestBudgetCommand:
         assert main([*calib[:-2], "--ledger", str(tmp_path / "l.sqlite"), "-o",
                      str(tmp_path / "c.json")]) == 2  # fmt: skip
         assert "--ledger needs --dataset" in capsys.readouterr().err
+
+
+def test_the_ledger_is_a_privacy_filter_for_adaptively_chosen_costs_exactly(tmp_path):
+    """Rogers, Roth, Ullman, Vadhan 2016 ("Privacy odometers and filters"): with a budget fixed
+    in advance, each cost chosen after seeing the earlier outputs, and a release refused past
+    the budget, the whole interaction is budget-DP. Exact on a small case: two releases of the
+    count of 3 bits by the two-sided geometric mechanism (Laplace on the integer grid), the
+    second's epsilon chosen from the first output; every replace-one pair enumerated."""
+    import itertools
+    import math
+
+    from dpuq.privacy.ledger import BudgetExceededError
+
+    budget, eps1 = 1.0, 0.4
+    allowed: dict[float, bool] = {}
+
+    def eps2(y1: int) -> float:  # adaptive: 0.4 + 0.9 > budget, the ledger must refuse it
+        return 0.6 if y1 >= 1 else 0.9
+
+    def ledger_allows(e2: float) -> bool:  # the real ledger decides
+        if e2 not in allowed:
+            led = Ledger(tmp_path / f"{e2}.sqlite")
+            led.create_budget("d", epsilon=budget)
+            led.reserve("d", eps1, what="first count")
+            try:
+                led.reserve("d", e2, what="second count")
+                allowed[e2] = True
+            except BudgetExceededError:
+                allowed[e2] = False
+        return allowed[e2]
+
+    def geometric(y: int, count: int, eps: float) -> float:
+        a = math.exp(-eps)
+        return (1 - a) / (1 + a) * a ** abs(y - count)
+
+    grid = range(-12, 16)  # beyond it every likelihood ratio repeats the edge's
+
+    def law(count: int, filtered: bool = True) -> dict:
+        out = {}
+        for y1 in grid:
+            p1 = geometric(y1, count, eps1)
+            if filtered and not ledger_allows(eps2(y1)):
+                out[(y1, None)] = p1  # refused: nothing more is released
+                continue
+            for y2 in grid:
+                out[(y1, y2)] = p1 * geometric(y2, count, eps2(y1))
+        return out
+
+    def worst_loss(filtered: bool) -> float:
+        worst = 0.0
+        for bits in itertools.product((0, 1), repeat=3):
+            for i in range(3):  # replace person i's record
+                other = list(bits)
+                other[i] = 1 - other[i]
+                a, b = law(sum(bits), filtered), law(sum(other), filtered)
+                worst = max(worst, max(abs(math.log(a[k] / b[k])) for k in a))
+        return worst
+
+    assert allowed == {} and ledger_allows(0.6) and not ledger_allows(0.9)
+    assert worst_loss(True) == pytest.approx(budget)  # within the budget, and tight
+    assert worst_loss(True) <= budget + 1e-12
+    assert worst_loss(False) == pytest.approx(eps1 + 0.9)  # negative control: no filter

@@ -198,3 +198,22 @@ class TestBadInput:
         with pytest.raises(ValueError) as err:
             self._call(labels=np.array([0, 1, 2, 77, 0]))
         assert "77" not in str(err.value)
+
+
+def test_the_result_is_usable_as_the_temperature():
+    import torch
+
+    import dpuq
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 400)
+    z = 3.0 * (2.0 * np.eye(3)[y] + rng.normal(size=(400, 3)))
+    result = private_temperature_scaling(z, y, epsilon=1.0, random_state=0)
+    T, _ = result  # unpacking still works
+    assert float(result) == T and float(np.asarray(result)) == T
+    np.testing.assert_allclose(z / result, z / T)
+    np.testing.assert_allclose((torch.as_tensor(z) / result).numpy(), z / T)
+    assert result * 2 == 2 * result == 2 * T and 1 / result == 1 / T
+    np.testing.assert_allclose(softmax_with_temperature(z, result), softmax_with_temperature(z, T))
+    clf = dpuq.PrivateConformalClassifier.from_logits(lambda x: x, temperature=result, epsilon=1.0)
+    np.testing.assert_allclose(clf.estimator.predict_proba(z), dpuq.softmax(z, T))

@@ -136,7 +136,7 @@ def open_ledger(args, *, create: bool = False):
 
 
 @contextlib.contextmanager
-def charged_release(out, args, epsilon: float, what: str, settings=None):
+def charged_release(out, args, epsilon: float, what: str, settings=None, *, deferred=False):
     """Every release's order: open the ledger of ``--ledger``/``--dataset`` (if any), warn if
     ``--seed`` is set (:func:`warn_if_seeded`), lock the output path ``out`` (refused if it
     exists or is being written, unless ``--force``), charge the ledger (committed: a failure
@@ -147,6 +147,10 @@ def charged_release(out, args, epsilon: float, what: str, settings=None):
     ``DPUQ_REQUIRE_LEDGER=1``, the release is refused here (before anything is written). The
     caller checks every setting and input before entering: a refused setting costs nothing.
     The block calls the Python release with ``ledger=CALLER_CHARGED`` (charged here).
+
+    ``deferred=True``: nothing is charged on entry; the block gets a ledger hook in place of
+    the receipt, passes it as ``ledger=`` to the Python release, which charges what it costs
+    (nothing when public quantities alone decide it), and reads ``hook.receipt`` afterwards.
     """
     from dpuq.io._atomic import release_file
     from dpuq.privacy.ledger import charge
@@ -155,6 +159,22 @@ def charged_release(out, args, epsilon: float, what: str, settings=None):
     warn_if_seeded(args.seed, stacklevel=4)  # at the command's line (past contextlib's frame)
     if ledger is None:
         charge(None, None, epsilon, what=what)  # refuses if a ledger is required
+    if deferred:
+        from dpuq.privacy._ledger_gate import _DeferredCharge
+
+        hook = _DeferredCharge(
+            ledger, args.dataset, what=what, output=out, seeded=args.seed is not None,
+            settings=settings, note=getattr(args, "note", None),
+        )  # fmt: skip
+        with release_file(out, force=args.force, name="-o") as pending:
+            try:
+                yield pending, hook
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    hook.finish("failed")
+                raise
+            hook.finish("released")
+        return
     with release_file(out, force=args.force, name="-o") as pending:
         spend = (
             ledger.spend(

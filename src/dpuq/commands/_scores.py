@@ -87,14 +87,21 @@ def input_mode(args) -> str:
 
 
 def regression_score_name(args, n_columns: int) -> str:
-    """The regression score from ``--score`` and the predictions' shape (checked)."""
+    """The regression score from ``--score`` (default absolute), checked against the
+    predictions' shape. Never inferred from the shape: a one-column file with decimal commas
+    read as two columns must not switch to CQR on its own; CQR needs ``--score cqr``."""
     if n_columns not in (1, 2):
         raise ValueError(
             "--predictions must have 1 column (point predictions) or 2 (lower and upper "
             f"quantiles), got {n_columns}"
         )
-    default = "absolute" if n_columns == 1 else "cqr"
-    name = args.score or default
+    if args.score is None and n_columns == 2:
+        raise ValueError(
+            "--predictions has 2 columns: for lower and upper quantiles (CQR) pass --score cqr; "
+            "the score is never inferred from a file's shape (one column with decimal commas "
+            "needs ';' as its delimiter)"
+        )
+    name = args.score or "absolute"
     if name not in REGRESSION_SCORES:
         raise ValueError(f"--score {name} is for classification; use absolute or cqr")
     want = 1 if name == "absolute" else 2
@@ -130,6 +137,9 @@ def _classification_scores(args) -> tuple[np.ndarray, dict[str, Any]]:
         raise ValueError(
             f"--labels has {labels.size} entries but --probs has {probs.shape[0]} rows"
         )
+    from dpuq._validation import check_labels
+
+    labels = check_labels(labels, probs.shape[1], probs.shape[0], "--labels")  # as typed
     seed = {"random_state": args.seed} if params.get("randomized") else {}
     scores = score_function(name)(probs, labels, **params, **seed)
     meta = {"task": "classification", "score": {"name": name, **params}, **input_meta}

@@ -124,6 +124,7 @@ def _show_dict(ledger, dataset: str) -> dict:
     return {
         "ledger": str(ledger.path),
         **st.to_dict(),
+        "statement": st.statement,
         "releases": [r.to_dict() for r in ledger.releases(dataset)],
     }
 
@@ -145,7 +146,8 @@ def run_show(args: argparse.Namespace) -> int:
         + f" in {info['n_releases']} release(s)\n"
         f"  remaining  epsilon {info['remaining_epsilon']:g}"
         + (f", delta {info['remaining_delta']:g}" if d else "")
-        + f"\n  composition: {info['composition']}",
+        + f"\n  composition: {info['composition']}\n  privacy statement:\n"
+        + "\n".join(f"    {key}: {value}" for key, value in info["statement"].items()),
         file=sys.stdout,
     )
     return 0

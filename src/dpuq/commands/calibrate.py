@@ -123,8 +123,8 @@ def register(subparsers) -> None:
     release.add_argument(
         "--score",
         choices=CLASSIFICATION_SCORES + REGRESSION_SCORES,
-        help="score: lac (default for --probs), aps, raps; absolute (default for one column of "
-        "--predictions) or cqr (default for two columns)",
+        help="score: lac (default for --probs), aps, raps; absolute (default for "
+        "--predictions) or cqr (two columns of quantiles: never inferred from the file)",
     )
     release.add_argument(
         "--temperature",
@@ -150,6 +150,12 @@ def register(subparsers) -> None:
         help="calibration method: 'certified' (default: rank utility at the certified level) "
         "or 'paper' (Algorithm 3 of Angelopoulos et al. 2022); see docs/explanation/calibration.md",
     )
+    release.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a release that public quantities alone decide (full sets whatever the "
+        "data), before any charge; without it such a release charges nothing and says why",
+    )
     add_seed_argument(release)
     from dpuq.commands.class_conditional import HELP as CLASS_CONDITIONAL_HELP
 
@@ -166,7 +172,6 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.conformal.calibration import calibrate
     from dpuq.conformal.release_io import calibration_record
     from dpuq.io import check_output_path
-    from dpuq.privacy.ledger import CALLER_CHARGED
 
     # Everything that can fail is checked before the release: a failed write after it would
     # make the user run it again and spend epsilon twice.
@@ -194,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
         "score": meta["score"]["name"],
         "column": getattr(args, "column", None),
     }
-    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
+    # deferred: the release charges what it costs (0 when public quantities decide it)
+    with charged_release(out, args, epsilon, what, settings, deferred=True) as (pending, hook):
         cal = calibrate(
             scores,
             alpha=alpha,
@@ -202,16 +208,20 @@ def run(args: argparse.Namespace) -> int:
             n_bins=args.bins,
             method=args.method,
             random_state=args.seed,
-            ledger=CALLER_CHARGED,
+            ledger=hook,
+            dataset=args.dataset,
+            strict=args.strict,
         )
-        write_release(
-            pending, args, what, receipt, {**calibration_record(cal, **meta), "seeded": seeded}
-        )
+        record = {**calibration_record(cal, **meta), "seeded": seeded}
+        write_release(pending, args, what, hook.receipt, record)
     if isinstance(alpha, list):
         _print_levels(cal, args, out, meta)
         return 0
     if not cal.informative:
-        state = "NOT informative: full sets / the whole line"
+        state = (
+            "NOT informative: full sets / the whole line; public quantities alone decided "
+            "it, so it cost epsilon = 0 and charged nothing"
+        )
     elif cal.threshold >= 1.0:
         state = "informative level, but this draw is 1: full sets / the whole line"
     else:
@@ -219,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"released threshold {cal.threshold:.6g} ({state}) from n = {cal.n} calibration "
         f"scores at alpha = {cal.alpha:g}, epsilon = {cal.epsilon:g} (pure DP, delta = 0)\n"
+        f"score: {meta['score']['name']}\n"
         + (
             f"level q̃ = {cal.level:.4f}, bins m = {cal.n_bins}, gamma = {cal.gamma:.4g} "
             f"(method paper)\n"
@@ -254,7 +265,8 @@ def _print_levels(cal, args, out, meta) -> None:
     """The summary of a joint release of several levels (released values only)."""
     lines = [
         f"released {len(cal.alpha)} thresholds jointly from n = {cal.n} calibration scores at "
-        f"epsilon = {cal.epsilon:g} in total (pure DP, delta = 0), bins m = {cal.n_bins}"
+        f"epsilon = {cal.epsilon:g} in total (pure DP, delta = 0), bins m = {cal.n_bins}",
+        f"score: {meta['score']['name']}",
     ]
     for a, t, ok, c in zip(cal.alpha, cal.threshold, cal.informative, cal.certified_coverage,
                            strict=True):  # fmt: skip

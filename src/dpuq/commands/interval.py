@@ -147,7 +147,6 @@ def run(args: argparse.Namespace) -> int:
     from dpuq.inference._data import check_bounds
     from dpuq.inference.intervals import private_confidence_interval
     from dpuq.io import check_output_path
-    from dpuq.privacy.ledger import CALLER_CHARGED
 
     # every setting, then the data, are checked before the charge: a refused setting is free
     out = check_output_path(args.output, "-o", (".json",), force=args.force)
@@ -186,14 +185,16 @@ def run(args: argparse.Namespace) -> int:
         "column": args.column,
         "bounds": [float(v) for v in bounds],
     }
-    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
+    # deferred: the release charges what it costs (0 when public quantities decide it)
+    with charged_release(out, args, epsilon, what, settings, deferred=True) as (pending, hook):
         ci = private_confidence_interval(
             data,
             alpha=alpha,
             epsilon=epsilon,
             bounds=bounds,
             random_state=args.seed,
-            ledger=CALLER_CHARGED,
+            ledger=hook,
+            dataset=args.dataset,
             **kw,
         )
         record = {
@@ -214,11 +215,13 @@ def run(args: argparse.Namespace) -> int:
             "privacy": ci.privacy_report.to_dict(),
             "seeded": bool(ci.privacy_report.seeded),
         }
-        write_release(pending, args, what, receipt, record)
+        write_release(pending, args, what, hook.receipt, record)
     print(
         f"{100 * (1 - alpha):g}% interval for the {ci.statistic}: [{ci.lower:.6g}, "
         f"{ci.upper:.6g}] (estimate {ci.estimate:.6g}; n = {data.size}, epsilon = "
-        f"{epsilon:g}, delta = 0{', seeded' if args.seed is not None else ''}); wrote {out}",
+        f"{ci.privacy_report.epsilon:g}, delta = 0{', seeded' if args.seed is not None else ''})"
+        + ("" if ci.informative else "; uninformative: public quantities decided it")
+        + f"; wrote {out}",
         file=sys.stdout,
     )
     return 0

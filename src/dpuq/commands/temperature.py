@@ -97,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
     grid = _grid(args.grid)
     # every input and setting is checked before the ledger is charged
     z = ts._check_logits(logits)
+    from dpuq._validation import check_labels
+
+    labels = check_labels(labels, z.shape[1], z.shape[0], "--labels")  # the flag, as typed
     ts._check_labels(labels, *z.shape)
     ts._check_grid(grid)
     ts._check_loss(args.loss, ts.DEFAULT_NLL_CLIP)

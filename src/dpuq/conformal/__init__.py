@@ -3,6 +3,7 @@
 from dpuq.conformal.bound import InSampleResidualsWarning, PublicBound, public_bound
 from dpuq.conformal.calibration import (
     PrivateCalibration,
+    UninformativeReleaseError,
     UninformativeReleaseWarning,
     calibrate,
     coverage_upper_bound,
@@ -26,6 +27,7 @@ from dpuq.conformal.risk_control import (
     false_negative_losses,
     interval_losses,
     risk_control,
+    with_trivial_answer,
 )
 from dpuq.conformal.scores import aps_scores, lac_scores, raps_scores, top_k_scores
 from dpuq.conformal.sets import prediction_sets
@@ -41,6 +43,7 @@ __all__ = [
     "PrivateOnlineConformalRegressor",
     "PrivateRiskControl",
     "PublicBound",
+    "UninformativeReleaseError",
     "UninformativeReleaseWarning",
     "absolute_residual_intervals",
     "absolute_residual_scores",
@@ -66,6 +69,7 @@ __all__ = [
     "softmax",
     "split_conformal_threshold",
     "top_k_scores",
+    "with_trivial_answer",
 ]
 
 # the estimators subclass scikit-learn's BaseEstimator: imported on first use, so that

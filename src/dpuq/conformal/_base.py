@@ -179,6 +179,31 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             ledger=CALLER_CHARGED,
         )
 
+    def _release_charged(self, scores, alpha, epsilon, rng, ledger, dataset, what, settings):
+        """:meth:`_release` charged by :func:`dpuq.calibrate` itself under this estimator's
+        name and settings (ε, or 0 when public quantities alone decide the release)."""
+        from dpuq.privacy._ledger_gate import _DeferredCharge
+        from dpuq.privacy.ledger import Ledger, charge
+
+        if ledger is None and dataset is None:
+            charge(None, None, epsilon, what=what, random_state=self.random_state)  # required?
+            return self._release(scores, alpha, epsilon, rng), None
+        if dataset is None:
+            raise ValueError("ledger= needs dataset= (the name of the data set being released)")
+        if not isinstance(ledger, Ledger):
+            ledger = Ledger(ledger, create=False) if ledger is not None else Ledger(create=False)
+        hook = _DeferredCharge(
+            ledger, dataset, what=what, output=None, seeded=self.random_state is not None,
+            settings=settings, note=None, status="spent",
+        )  # fmt: skip
+        from dpuq.conformal.calibration import calibrate
+
+        cal = calibrate(
+            scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins, method=self.method,
+            random_state=rng, ledger=hook, dataset=dataset,
+        )  # fmt: skip
+        return cal, hook.receipt
+
     def _charge_and_release(
         self,
         scores,
@@ -212,16 +237,17 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             from dpuq.scale._dask import validate_lazy
 
             validate_lazy(scores, labels, n_labels, labels_name=labels_name)
+        if labels is None:  # the release charges what it costs: 0 when public quantities decide
+            return self._release_charged(scores, alpha, epsilon, rng, ledger, dataset, what,
+                                         settings)  # fmt: skip
         receipt = charge(
             ledger,
             dataset,
             epsilon,
             what=what,
-            seeded=self.random_state is not None,
+            random_state=self.random_state,
             settings=settings,
         )
-        if labels is None:
-            return self._release(scores, alpha, epsilon, rng), receipt
         cal = calibrate_by_class(
             scores,
             labels,

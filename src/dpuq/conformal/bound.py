@@ -390,7 +390,7 @@ def _private_bound(res, q, epsilon, upper, n_bins, random_state, ledger=None, da
         dataset,
         eps,
         what="public_bound: private residual quantile (training people)",
-        seeded=random_state is not None,
+        random_state=random_state,
         settings={"quantile": q, "n": int(res.size), "upper": cap, "n_bins": m},
     )
     level = private_quantile(scores, q, eps, m, random_state, ledger=CALLER_CHARGED)

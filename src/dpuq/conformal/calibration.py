@@ -48,7 +48,7 @@ from dpuq.planning.levels import (
     _level_from_rho,
     coverage_upper_bound,
 )
-from dpuq.planning.sizes import min_calibration_size, min_epsilon
+from dpuq.planning.sizes import informative_advice
 from dpuq.privacy.ledger import CALLER_CHARGED, charge, release_trail
 from dpuq.privacy.report import PrivacyReport, Relation
 from dpuq.scale.sources import as_score_source
@@ -56,6 +56,7 @@ from dpuq.scale.sources import as_score_source
 __all__ = [
     "MultiLevelCalibration",
     "PrivateCalibration",
+    "UninformativeReleaseError",
     "UninformativeReleaseWarning",
     "calibrate",
     "coverage_upper_bound",
@@ -68,6 +69,18 @@ logger = logging.getLogger(__name__)
 
 class UninformativeReleaseWarning(UserWarning):
     """No informative release is possible at these settings: the sets are full."""
+
+
+class UninformativeReleaseError(ValueError):
+    """``strict=True`` (CLI ``--strict``): public quantities alone (n, alpha, epsilon, bins)
+    fix the release (full sets), so it is refused, before any charge."""
+
+
+#: What a release that public quantities alone decided costs, and why (its report's note).
+PUBLIC_DECIDED = (
+    "public quantities alone (n, alpha, epsilon, n_bins) decided this release: nothing was "
+    "computed from the data beyond the public n, so it costs epsilon = 0 and charges nothing"
+)
 
 
 @dataclass(frozen=True)
@@ -104,8 +117,8 @@ class PrivateCalibration:
     privacy_report: PrivacyReport
     method: str = "certified"
     certified_coverage: float = 1.0
-    #: the paper trail (:func:`dpuq.privacy.ledger.release_trail`): what, when, ledger entry,
-    #: budget left
+    #: the paper trail (:func:`dpuq.privacy.ledger.release_trail`): what, when, ledger entry, budget
+    #: left
     trail: dict | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -207,21 +220,6 @@ def _bin_counts(scores, bins_for_n) -> tuple[np.ndarray, int]:
     return np.bincount(_bin_index_fast(s, edges), minlength=edges.size), s.size
 
 
-def _advice(n, alpha, epsilon, n_bins, method) -> str:
-    """Which public n or ε would give informative sets (data-free)."""
-    bins = n_bins if n_bins == "auto" else int(n_bins)
-    advice = []
-    try:
-        need_n = min_calibration_size(alpha, epsilon, bins, method=method)
-        advice.append(f"n >= {need_n} calibration points at epsilon={epsilon:g}")
-    except ValueError:
-        pass
-    need_eps = min_epsilon(n, alpha, bins, method=method)
-    if math.isfinite(need_eps):
-        advice.append(f"epsilon >= {need_eps:g} at n={n}")
-    return " or ".join(advice) if advice else "a larger alpha"
-
-
 def calibrate(
     scores,
     *,
@@ -233,6 +231,7 @@ def calibrate(
     random_state: RandomState = None,
     ledger=None,
     dataset: str | None = None,
+    strict: bool = False,
 ) -> PrivateCalibration | MultiLevelCalibration:
     """Release an ε-DP conformal threshold with a proven coverage guarantee.
 
@@ -244,8 +243,10 @@ def calibrate(
     ``C(x) = {y : S(x, y) <= threshold}``; docs/explanation/calibration.md compares the two.
 
     Privacy: ε-DP, δ = 0, neighbouring relation replace-one with ``n`` public. When no level
-    is informative the threshold is 1.0 (full sets), nothing is sampled, and an
-    :class:`UninformativeReleaseWarning` says which n or ε would give informative sets.
+    is informative the threshold is 1.0 (full sets): public quantities alone decided it, so
+    nothing is sampled, it costs ε = 0 (the ledger is charged 0, the report says why), and an
+    :class:`UninformativeReleaseWarning` says which n or ε would give informative sets; with
+    ``strict=True`` it is refused (:class:`UninformativeReleaseError`) before any charge.
 
     Several levels: ``alpha=[0.05, 0.1, 0.2]`` releases one threshold per level jointly for
     the total ``epsilon`` (:mod:`dpuq.conformal.multilevel`, certified method only) and
@@ -273,8 +274,10 @@ def calibrate(
         for experiments only (the report then says "seeded").
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         Charge ε to ``dataset``'s budget before any noise is drawn
-        (:func:`dpuq.privacy.ledger.charge`);
-        refused with :class:`dpuq.BudgetExceededError` when too little is left.
+        (:func:`dpuq.privacy.ledger.charge`); refused with :class:`dpuq.BudgetExceededError` when
+        too little is left.
+    strict : bool, default False
+        Refuse a release that public quantities alone decide (full sets), before the charge.
 
     Returns
     -------
@@ -295,7 +298,7 @@ def calibrate(
     """
     if isinstance(alpha, list | tuple | np.ndarray):
         return _calibrate_joint(scores, alpha, epsilon, n_bins, gamma, method, random_state,
-                                ledger, dataset)  # fmt: skip
+                                ledger, dataset, strict)  # fmt: skip
     method = _check_method(method)
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
@@ -319,12 +322,18 @@ def calibrate(
         cover = _cert(n, level * n, epsilon, m) if informative else 1.0
         utility = "rank"
     where = {"dataset": dataset} if isinstance(dataset, str) else {}
+    if strict and not informative:
+        raise UninformativeReleaseError(
+            f"strict: no informative release at n={n}, alpha={alpha:g}, epsilon={epsilon:g}, "
+            f"n_bins={m}, method={method} (full sets whatever the data); informative sets "
+            f"need {informative_advice(n, alpha, epsilon, n_bins, method)}; nothing was charged"
+        )
     receipt = charge(
         ledger,
         dataset,
-        epsilon,
+        epsilon if informative else 0.0,
         what="calibrate: private conformal threshold",
-        seeded=random_state is not None,
+        random_state=random_state,
         settings={"alpha": alpha, "n": n, "method": method, "n_bins": m},
     )
     notes: list[str] = []
@@ -349,10 +358,10 @@ def calibrate(
             f"no informative release possible: {why} at n={n}, alpha={alpha:g}, "
             f"epsilon={epsilon:g}, n_bins={m}, method={method}; the threshold is 1.0 "
             "(full prediction sets), nothing was sampled. Informative sets need "
-            + _advice(n, alpha, epsilon, n_bins, method)
+            + informative_advice(n, alpha, epsilon, n_bins, method)
             + "."
         )
-        notes.append(msg)
+        notes.extend([msg, PUBLIC_DECIDED])
         warnings.warn(msg, UninformativeReleaseWarning, stacklevel=2)
     if not informative:
         sensitivity = "none: constant release, no data used"
@@ -375,7 +384,7 @@ def calibrate(
             if method == "paper"
             else "(rank utility, certified level)"
         ),
-        epsilon=epsilon,
+        epsilon=epsilon if informative else 0.0,
         delta=0.0,
         relation=Relation.REPLACE_ONE,
         sensitivity=sensitivity,
@@ -404,7 +413,9 @@ def calibrate(
     )
 
 
-def _calibrate_joint(scores, alpha, epsilon, n_bins, gamma, method, random_state, ledger, dataset):
+def _calibrate_joint(
+    scores, alpha, epsilon, n_bins, gamma, method, random_state, ledger, dataset, strict
+):
     """:func:`calibrate` with several levels: settings checked, data binned, joint release."""
     alphas = check_alphas(alpha)
     epsilon = check_epsilon(epsilon)
@@ -418,6 +429,12 @@ def _calibrate_joint(scores, alpha, epsilon, n_bins, gamma, method, random_state
         return plan["m"]
 
     counts, n = _bin_counts(scores, bins_for_n)  # the only step that reads the data
+    left_out = [a for a, lv in zip(alphas, plan["level"], strict=True) if not math.isfinite(lv)]
+    if strict and left_out:
+        raise UninformativeReleaseError(
+            f"strict: no informative release for alpha={left_out} at n={n}, epsilon={epsilon:g} "
+            f"in total, n_bins={plan['m']} (full sets whatever the data); nothing was charged"
+        )
     cal = calibrate_levels(
         (counts, n), alphas, epsilon, plan["m"], plan["level"], plan["cover"],
         random_state=random_state, ledger=ledger, dataset=dataset,

@@ -197,7 +197,7 @@ def calibrate_by_class(
         dataset,
         eps,
         what="calibrate_by_class: class-conditional thresholds",
-        seeded=random_state is not None,
+        random_state=random_state,
         settings={"alpha": a, "n": n, "n_classes": k, "method": "certified", "n_bins": m},
     )
     thresholds = class_thresholds(

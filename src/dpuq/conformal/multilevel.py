@@ -27,7 +27,7 @@ from dpuq.mechanisms.joint_quantiles import joint_quantiles
 from dpuq.mechanisms.quantile import bin_edges
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.planning.joint import check_alphas, format_levels, joint_plan
-from dpuq.privacy.ledger import charge
+from dpuq.privacy.ledger import CALLER_CHARGED, charge
 from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
@@ -157,24 +157,31 @@ def calibrate_levels(
     charge(
         ledger,
         dataset,
-        epsilon,
+        epsilon if active else 0.0,  # no level informative: public quantities decided it
         what=f"calibrate: {len(alphas)} private conformal thresholds (joint)",
-        seeded=random_state is not None,
+        random_state=random_state,
         settings={"alpha": [float(x) for x in alphas], "n": int(n), "n_bins": int(m)},
     )
     threshold = np.ones(len(alphas))
     notes: list[str] = []
     if active:
         ranks = np.array([level[i] * n for i in active])
-        bins = joint_quantiles(counts, ranks, epsilon, check_random_state(random_state))
+        bins = joint_quantiles(
+            counts, ranks, epsilon, check_random_state(random_state), ledger=CALLER_CHARGED
+        )
         threshold[active] = bin_edges(m)[bins]
     left_out = [alphas[i] for i in range(len(alphas)) if not math.isfinite(level[i])]
     if left_out:
         notes.append(set_aside_message(n, alphas, left_out, epsilon, m))  # calibrate warns
+    if not active:
+        notes.append(
+            "public quantities alone (n, alpha, epsilon, n_bins) decided this release: it costs "
+            "epsilon = 0 and charges nothing"
+        )
     report = PrivacyReport(
         mechanism="joint exponential mechanism over ordered tuples of binned thresholds "
         "(rank utility -max_l d_l, certified levels; dpuq docs/explanation/calibration.md)",
-        epsilon=epsilon,
+        epsilon=epsilon if active else 0.0,
         delta=0.0,
         relation=Relation.REPLACE_ONE,
         sensitivity="utility -max_l max(L_j - rho_l, rho_l - C_j, 0) moves by at most 1"

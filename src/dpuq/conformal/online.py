@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from dpuq._validation import _as_float, check_alpha, check_epsilon, check_scores
-from dpuq.mechanisms.online_counts import tracker_thresholds
+from dpuq.mechanisms.online_counts import block_count_scale, tracker_thresholds
 from dpuq.mechanisms.randomness import RandomState, derive_seed, release_generator
 from dpuq.planning.online import DEFAULT_INITIAL, DEFAULT_STEP, online_block_size
 from dpuq.privacy.report import PrivacyReport, Relation
@@ -75,6 +75,7 @@ def check_online_settings(
     """
     a = check_alpha(alpha)
     eps = check_epsilon(epsilon)
+    block_count_scale(eps)  # an ε too small for the noise lattice is refused here, not after
     eta = _as_float(step, "step")
     if not (math.isfinite(eta) and 0.0 < eta <= 1.0):
         raise ValueError(f"step must be a number in (0, 1] (score units per person), got {step!r}")

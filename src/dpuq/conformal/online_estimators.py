@@ -214,6 +214,9 @@ class PrivateOnlineConformalClassifier(_OnlineMixin, PrivateConformalClassifier)
         self.random_state = random_state
 
     def _check_model_settings(self) -> None:
+        est = self._model()
+        if not (hasattr(est, "predict_proba") or callable(est)):  # the model is a setting too
+            raise TypeError("estimator must have predict_proba or be a callable")
         score_function(self.conformity_score)
         # the score's parameters, on a public dummy row (a bad one costs nothing)
         self._score_matrix(np.full((1, 2), 0.5), np.array([0]), np.random.default_rng(0))
@@ -284,6 +287,14 @@ class PrivateOnlineConformalRegressor(_OnlineMixin, PrivateConformalRegressor):
 
     def _check_model_settings(self) -> None:
         self._check_params()
+        models = list(self._model()) if self._is_pair() else [self._model()]
+        if self.conformity_score == "absolute" and len(models) == 2:
+            raise TypeError(
+                "conformity_score='absolute' needs one estimator returning point predictions, "
+                "not a pair"
+            )
+        if not all(hasattr(m, "predict") or callable(m) for m in models):
+            raise TypeError("estimator(s) must have predict or be callable")
 
     @property
     def bound_(self) -> float:

@@ -155,7 +155,9 @@ def check_calibration_record(rec: Any, label: str = "calibration") -> dict[str, 
         if not isinstance(report, dict):
             raise ValueError(f"{label}: privacy_report must be an object")
         r_eps = report.get("epsilon")
-        if not isinstance(r_eps, int | float) or abs(r_eps - epsilon) > 1e-12 * epsilon:
+        free = not informative and r_eps == 0  # decided by public quantities: cost 0
+        if not isinstance(r_eps, int | float) or (abs(r_eps - epsilon) > 1e-12 * epsilon
+                                                  and not free):  # fmt: skip
             raise ValueError(
                 f"{label}: fields disagree: privacy_report epsilon {r_eps!r} vs epsilon {epsilon!r}"
             )
@@ -310,8 +312,9 @@ def _check_levels_record(rec: dict[str, Any], label: str) -> dict[str, Any]:
             raise ValueError(f"{label}: fields disagree at level {k}")
     report = rec.get("privacy_report")
     r_eps = report.get("epsilon") if isinstance(report, dict) else None
+    free = r_eps == 0 and not any(lists["informative"])  # decided by public quantities
     if report is not None and (
-        not isinstance(r_eps, int | float) or abs(r_eps - epsilon) > 1e-12 * epsilon
+        not isinstance(r_eps, int | float) or (abs(r_eps - epsilon) > 1e-12 * epsilon and not free)
     ):
         raise ValueError(f"{label}: fields disagree: privacy_report epsilon vs epsilon")
     _check_task(rec, label)

@@ -20,11 +20,11 @@ import numpy as np
 from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.mechanisms.risk import (
+    _risk_selection_rows,
     certified_risk_target,
     check_losses,
     loss_sums,
     risk_certificate,
-    risk_selection_rows,
 )
 from dpuq.privacy.ledger import charge
 from dpuq.privacy.report import PrivacyReport, Relation
@@ -35,6 +35,7 @@ __all__ = [
     "false_negative_losses",
     "interval_losses",
     "risk_control",
+    "with_trivial_answer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,12 @@ class PrivateRiskControl:
     n_lambdas: int
     informative: bool
     privacy_report: PrivacyReport
+
+    @property
+    def trivial(self) -> bool:
+        """The last grid value was released: use the trivial answer (the whole label set, the
+        whole line), whatever ``lambda_`` is (its loss is 0 by construction)."""
+        return self.index == self.n_lambdas - 1
 
     def to_dict(self) -> dict:
         """JSON-ready dict of the released values and the privacy report."""
@@ -113,15 +120,17 @@ def risk_control(
     grid with the sensitivity-1 utility ``-max(S_j - τ, τ - S_{j-1}, 0)`` on the loss sums
     (:mod:`dpuq.mechanisms.risk`). ``τ*`` depends only on ``(n, alpha, epsilon, m)``.
     Guarantee: for exchangeable loss vectors (calibration and test) that are nonincreasing in
-    λ, in [0, 1] and 0 at ``λ_m``, ``E[L_{n+1}(λ̂)] <= certified_risk <= alpha``
+    λ and in [0, 1], ``E[L_{n+1}(λ̂)] <= certified_risk <= alpha``, where the last grid value
+    ``λ_m`` is the trivial answer (the whole label set, the whole line: loss 0 by construction;
+    the last column of ``losses`` is never read, and ``trivial`` says when it was released)
     (docs/how-to/risk_control.md). When no target is certified, ``λ_m`` is released (risk 0),
-    nothing
-    is sampled, and the report says so.
+    nothing is sampled, and the report says so.
 
     Parameters
     ----------
     losses : array-like of shape (n, m)
-        ``losses[i, j] = L_i(λ_j)`` in [0, 1], nonincreasing in j, 0 in the last column.
+        ``losses[i, j] = L_i(λ_j)`` in [0, 1], nonincreasing in j; the last column stands for
+        the trivial answer and is taken as 0 (:func:`with_trivial_answer` appends one).
     alpha : float
         Risk level in (0, 1).
     epsilon : float
@@ -157,7 +166,7 @@ def risk_control(
         dataset,
         eps,
         what="risk_control: private conformal risk control",
-        seeded=random_state is not None,
+        random_state=random_state,
         settings={"alpha": a, "n": int(n), "n_lambdas": int(m)},
     )
     notes: list[str] = []
@@ -170,7 +179,7 @@ def risk_control(
         )
     else:
         sums = loss_sums(arr)[None, :]  # the only step that reads the data
-        index = int(risk_selection_rows(sums, n, target, eps, check_random_state(random_state))[0])
+        index = int(_risk_selection_rows(sums, n, target, eps, check_random_state(random_state))[0])
         cert = risk_certificate(n, target, eps, m)
     report = PrivacyReport(
         mechanism="exponential mechanism over a public lambda grid (private conformal risk "
@@ -206,6 +215,28 @@ def risk_control(
         informative=target is not None,
         privacy_report=report,
     )
+
+
+def with_trivial_answer(losses, lambdas=None) -> tuple[np.ndarray, np.ndarray]:
+    """Append the trivial answer to a grid: a last column of zero losses and ``λ = inf``.
+
+    For losses of a family of sets or intervals that does not reach the trivial answer (the
+    whole label set, the whole line) by itself: :func:`risk_control` needs a last grid value
+    whose loss is 0 by construction, whatever the data. Release ``λ = inf`` as that answer.
+
+    Examples
+    --------
+    >>> L, lam = with_trivial_answer([[1.0, 0.5], [0.5, 0.2]], [0.1, 0.2])
+    >>> L.tolist(), lam.tolist()
+    ([[1.0, 0.5, 0.0], [0.5, 0.2, 0.0]], [0.1, 0.2, inf])
+    """
+    arr = np.asarray(losses, dtype=float)
+    if arr.ndim != 2 or arr.shape[1] < 1:
+        raise ValueError("losses must have shape (n, m) with m >= 1")
+    lam = np.arange(arr.shape[1], dtype=float) if lambdas is None else np.asarray(lambdas, float)
+    if lam.shape != (arr.shape[1],):
+        raise ValueError(f"lambdas must have shape ({arr.shape[1]},), one per column of losses")
+    return np.hstack([arr, np.zeros((arr.shape[0], 1))]), np.append(lam, np.inf)
 
 
 def conformal_risk_control(losses, alpha: float) -> int:

@@ -25,7 +25,7 @@ from dpuq.inference.estimates import (
     private_trimmed_mean,
     private_variance,
 )
-from dpuq.inference.general import private_statistic_interval, weighted_quantile
+from dpuq.inference.general import weighted_quantile
 from dpuq.inference.intervals import (
     ConfidenceInterval,
     normal_approximation_interval,
@@ -53,7 +53,6 @@ __all__ = [
     "private_mean",
     "private_median",
     "private_median_log_distribution",
-    "private_statistic_interval",
     "private_studentized_cdf",
     "private_trimmed_mean",
     "private_variance",

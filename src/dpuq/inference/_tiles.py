@@ -271,7 +271,7 @@ class ArrayData:
 
 
 def exact_statistic(data, stat: Statistic, candidates: np.ndarray | None):
-    """What :func:`~dpuq.inference.estimates.release_point_estimate` needs of the sample:
+    """What :func:`~dpuq.inference.estimates._release_point_estimate` needs of the sample:
     the mean, the median's candidate counts, or the trimmed mean (order statistics, then
     block sums)."""
     if stat.name == "mean":

@@ -6,12 +6,12 @@ data-independent shuffle and resampling weights). Replacing one record therefore
 most one of the ``s`` inputs: that is the neighbouring relation these mechanisms are stated
 for ("one of ``s`` inputs replaced").
 
-- :func:`private_average` — the average of ``s`` values in ``[0, 1]`` plus
+- :func:`_private_average` — the average of ``s`` values in ``[0, 1]`` plus
   ``Laplace(k/(s ε))`` for ``k`` coordinates (Algorithm 2; sensitivity ``1/s`` per coordinate).
-- :func:`private_clamped_mean` — a private median (exponential mechanism over public
+- :func:`_private_clamped_mean` — a private median (exponential mechanism over public
   candidates) and the mean clamped to a window around it (widened winsorised mean, Smith 2011):
   sensitivity ``(window width)/s`` instead of ``(range)/s``.
-- :func:`tree_cdf` — all thresholds at once (Chadha et al. 2024, Theorem 2): a binary tree over the
+- :func:`_tree_cdf` — all thresholds at once (Chadha et al. 2024, Theorem 2): a binary tree over the
 cells of
   a public grid, ``Laplace(2 D/(s ε))`` per node, prefix sums, then a monotone projection
   (:func:`project_monotone`), with a rigorous uniform error bound (:func:`tree_error_bound`).
@@ -34,17 +34,13 @@ __all__ = [
     "ClampedMean",
     "TreeCDF",
     "median_utilities",
-    "private_average",
-    "private_clamped_mean",
-    "private_median_of_values",
     "project_monotone",
-    "tree_cdf",
     "tree_error_bound",
     "window_count_utilities",
 ]
 
 
-def private_average(
+def _private_average(
     values: np.ndarray, epsilon: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, float]:
     """Average ``s`` per-subset vectors with entries in ``[0, 1]`` and add Laplace noise.
@@ -107,7 +103,7 @@ def window_count_utilities(
     return inside.astype(float)
 
 
-def private_median_of_values(
+def _private_median_of_values(
     values: np.ndarray, candidates: np.ndarray, epsilon: float, rng: np.random.Generator
 ) -> float:
     """Exponential-mechanism median of ``s`` values over public ``candidates``; ε-DP.
@@ -127,7 +123,7 @@ def private_median_of_values(
 
 @dataclass(frozen=True)
 class ClampedMean:
-    """Result of :func:`private_clamped_mean` (released values only)."""
+    """Result of :func:`_private_clamped_mean` (released values only)."""
 
     value: float
     center: float
@@ -137,7 +133,7 @@ class ClampedMean:
     epsilon_mean: float
 
 
-def private_clamped_mean(
+def _private_clamped_mean(
     values: np.ndarray,
     *,
     epsilon: float,
@@ -168,7 +164,7 @@ def private_clamped_mean(
         if candidates is None:
             raise ValueError("candidates are needed for the private median")
         eps_med, eps_mean = share * eps, (1.0 - share) * eps
-        m = private_median_of_values(v, candidates, eps_med, rng)
+        m = _private_median_of_values(v, candidates, eps_med, rng)
     else:
         eps_med, eps_mean = 0.0, eps
         m = float(center)
@@ -243,7 +239,7 @@ def _laplace_sum_tail(m: np.ndarray, scale: float, u: float) -> np.ndarray:
 def tree_error_bound(n_grid: int, scale: float, beta: float) -> float:
     """A ``u`` with ``P(max_j |noise of the prefix sum at grid point j| > u) <= beta``.
 
-    Union bound over the ``n_grid`` prefix sums of :func:`tree_cdf`, each the sum of
+    Union bound over the ``n_grid`` prefix sums of :func:`_tree_cdf`, each the sum of
     popcount(j) independent ``Laplace(0, scale)`` node noises (:func:`_laplace_sum_tail`);
     solved for ``u`` by bisection. Rigorous (no simulation) and data-independent.
 
@@ -273,7 +269,7 @@ def tree_error_bound(n_grid: int, scale: float, beta: float) -> float:
 
 @dataclass(frozen=True)
 class TreeCDF:
-    """Noisy CDF on a grid from :func:`tree_cdf` (released values only)."""
+    """Noisy CDF on a grid from :func:`_tree_cdf` (released values only)."""
 
     noisy: np.ndarray  # prefix sums with noise, before projection
     cdf: np.ndarray  # monotone projection in [0, 1]
@@ -281,7 +277,7 @@ class TreeCDF:
     depth: int
 
 
-def tree_cdf(masses: np.ndarray, epsilon: float, rng: np.random.Generator) -> TreeCDF:
+def _tree_cdf(masses: np.ndarray, epsilon: float, rng: np.random.Generator) -> TreeCDF:
     """Release a CDF on ``G`` grid points from ``s`` per-subset cell masses; ε-DP.
 
     ``masses`` has shape ``(s, G + 1)``: row ``k`` is subset ``k``'s bootstrap mass in the cells

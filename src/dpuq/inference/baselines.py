@@ -166,7 +166,7 @@ def normal_approximation_interval(
     rng = check_random_state(random_state)
     what = "normal_approximation_interval"
     charge(
-        ledger, dataset, eps, what=what, seeded=random_state is not None,
+        ledger, dataset, eps, what=what, random_state=random_state,
         settings={"alpha": a, "n": int(data.size), "bounds": [float(v) for v in bnds]},
     )  # fmt: skip
     mean, var = data.mean_variance()  # on the block grid, as on Dask

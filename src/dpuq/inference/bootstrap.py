@@ -35,8 +35,8 @@ from dpuq.inference._data import (
     check_bounds,
 )
 from dpuq.inference.aggregation import (
-    private_average,
-    tree_cdf,
+    _private_average,
+    _tree_cdf,
     tree_error_bound,
 )
 from dpuq.inference.ensemble import (
@@ -174,7 +174,7 @@ def private_bootstrap_cdf(
         charge(ledger, dataset, eps, what=what, seeded=seeded, settings=settings)
         kernel = RootKernel(stat, "basic", thresholds=tv)
         (per_subset,), res = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
-        noisy, scale = private_average(per_subset, eps, rng)
+        noisy, scale = _private_average(per_subset, eps, rng)
         report = _ensemble_report(
             res,
             "private bootstrap ensemble (Chadha et al. 2024, Algorithm 2)",
@@ -271,7 +271,7 @@ def private_bootstrap_cdf_grid(
     The ensemble of :func:`private_bootstrap_cdf` gives each subset's bootstrap mass in the
     ``G + 1`` cells of the grid; their average is released through a binary tree (Laplace
     ``2D/(s ε)`` per node, ``D = ceil(log2(G + 1))``), prefix sums give the CDF, and a monotone
-    projection makes it a valid CDF (:func:`dpuq.inference.aggregation.tree_cdf`).
+    projection makes it a valid CDF (:func:`dpuq.inference.aggregation._tree_cdf`).
 
     Privacy: ε-DP, δ = 0 (one subset's cell masses move by at most 2 in L1; ``D`` levels).
     Error: ``error_bound`` bounds the privacy noise uniformly over the grid with probability
@@ -319,13 +319,13 @@ def private_bootstrap_cdf_grid(
     what = "private_bootstrap_cdf_grid"
     ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)  # settings before the charge
     charge(
-        ledger, dataset, eps, what=what, seeded=random_state is not None,
+        ledger, dataset, eps, what=what, random_state=random_state,
         settings={"n": int(data.size), "statistic": stat.name, "grid": int(g.size)},
     )  # fmt: skip
     kernel = RootKernel(stat, root, grid=g)
     (masses,), res = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
     s = res.n_subsets
-    tree = tree_cdf(masses, eps, rng)
+    tree = _tree_cdf(masses, eps, rng)
     bound = tree_error_bound(g.size, tree.noise_scale, b_fail)
     report = _ensemble_report(
         res,

@@ -179,7 +179,7 @@ def _checked(x, bounds, clip: bool = False):
     return check_data(x, bounds, clip=clip)[0]
 
 
-def release_point_estimate(
+def _release_point_estimate(
     x: np.ndarray,
     stat: Statistic,
     bounds: tuple[float, float],
@@ -234,7 +234,7 @@ def release_point_estimate(
     return PrivateEstimate(value, stat.name, scale, rep)
 
 
-def release_variance(
+def _release_variance(
     x: np.ndarray | None,
     bounds: tuple[float, float],
     epsilon: float,
@@ -267,7 +267,7 @@ def _charge(what, ledger, dataset, eps, random_state, n, bounds, clip) -> None:
     a, b = check_bounds(bounds)
     settings = {"statistic": what.removeprefix("private_"), "n": int(n), "bounds": [a, b]}
     settings["clip"] = bool(clip)
-    charge(ledger, dataset, eps, what=what, seeded=random_state is not None, settings=settings)
+    charge(ledger, dataset, eps, what=what, random_state=random_state, settings=settings)
 
 
 def private_mean(
@@ -316,7 +316,7 @@ def private_mean(
     data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     _charge("private_mean", ledger, dataset, eps, random_state, data.size, bounds, clip)
-    release = release_point_estimate(data, Statistic("mean"), check_bounds(bounds), eps, rng)
+    release = _release_point_estimate(data, Statistic("mean"), check_bounds(bounds), eps, rng)
     return mark_seeded(release, random_state)
 
 
@@ -351,7 +351,7 @@ def private_trimmed_mean(
         raise ValueError("trim leaves no data")
     rng = check_random_state(random_state)
     _charge("private_trimmed_mean", ledger, dataset, eps, random_state, data.size, bounds, clip)
-    release = release_point_estimate(data, stat, check_bounds(bounds), eps, rng)
+    release = _release_point_estimate(data, stat, check_bounds(bounds), eps, rng)
     return mark_seeded(release, random_state)
 
 
@@ -384,7 +384,7 @@ def private_median(
     rng = check_random_state(random_state)
     median_candidates(bounds, n_candidates)  # checked before the charge
     _charge("private_median", ledger, dataset, eps, random_state, data.size, bounds, clip)
-    release = release_point_estimate(
+    release = _release_point_estimate(
         data, Statistic("median"), check_bounds(bounds), eps, rng, n_candidates
     )
     return mark_seeded(release, random_state)
@@ -439,4 +439,4 @@ def private_variance(
     data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     _charge("private_variance", ledger, dataset, eps, random_state, data.size, bounds, clip)
-    return mark_seeded(release_variance(data, check_bounds(bounds), eps, rng), random_state)
+    return mark_seeded(_release_variance(data, check_bounds(bounds), eps, rng), random_state)

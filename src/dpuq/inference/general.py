@@ -1,6 +1,6 @@
 """Private confidence intervals for any statistic ``f(rows, sample_weight)`` (privacy-critical).
 
-:func:`private_statistic_interval` (reached through
+:func:`_private_statistic_interval` (reached through
 :func:`dpuq.private_confidence_interval` with a callable ``statistic``) releases an interval
 for the value of the user's own estimator: a regression coefficient, an odds ratio, an AUC, a
 quantile. ``f`` follows scikit-learn's ``sample_weight`` convention, so a bootstrap resample
@@ -33,7 +33,7 @@ with a subsample-and-aggregate point estimate.
    fails (``ValueError``, ``ArithmeticError``, ``LinAlgError``) or returns a non-finite value
    counts as the centre of the bounds. Warnings raised inside ``f`` are silenced.
 3. Released, per coordinate (each a private location over public candidates, then a mean
-   clamped to a window around it, :func:`dpuq.inference.aggregation.private_clamped_mean`):
+   clamped to a window around it, :func:`dpuq.inference.aggregation._private_clamped_mean`):
    the spread ``sd_b = exp(mean log sd_k)`` and then the estimate ``θ̃`` (mean of the
    ``θ_k`` in ``m ± κ sd_b``). The location ``m`` is the exponential mechanism's choice of
    the candidate whose window (``± log(2)/2`` for ``log sd``, ``± 1.5 sd_b`` for ``θ``) holds
@@ -96,8 +96,8 @@ from dpuq.inference._subsets import (
     weighted_quantile,
 )
 from dpuq.inference.aggregation import (
+    _private_clamped_mean,
     median_utilities,
-    private_clamped_mean,
     window_count_utilities,
 )
 from dpuq.inference.confidence_interval import ConfidenceInterval
@@ -113,7 +113,6 @@ __all__ = [
     "LOCATION_BETA",
     "SubsetSummaries",
     "location_failure_bound",
-    "private_statistic_interval",
     "resolve_general_subsets",
     "subset_summaries",
     "weighted_quantile",
@@ -248,7 +247,7 @@ def _release_se(log_sd, lo, hi, eps, rng) -> tuple[float, float]:
     grid = _log_sd_grid(lo, hi)
     e_med = MEDIAN_SHARE["se"] * eps
     m = _em_value(log_sd, grid, e_med, rng, half_width=LOG_SD_HALF_WIDTH / 2.0)
-    cm = private_clamped_mean(
+    cm = _private_clamped_mean(
         log_sd, epsilon=eps - e_med, half_width=LOG_SD_HALF_WIDTH, center=m, rng=rng
     )
     return cm.value, cm.noise_scale
@@ -267,7 +266,7 @@ def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dic
         return _trivial(lo, hi, f"the estimate's location may miss (bound {bound:.2g})")
     m = _em_value(theta, cand, e_med, rng, half_width=LOCATE_HALF_WIDTH * sd_b)
     w = KAPPA * sd_b + step
-    cm = private_clamped_mean(theta, epsilon=e_est - e_med, half_width=w, center=m, rng=rng)
+    cm = _private_clamped_mean(theta, epsilon=e_est - e_med, half_width=w, center=m, rng=rng)
     value = min(max(cm.value, lo), hi)
     sigma = sd_b / math.sqrt(s)
     half = normal_laplace_quantile(1.0 - alpha / 2.0, sigma, cm.noise_scale)
@@ -306,7 +305,7 @@ def _subsampling_coordinate(theta, lo, hi, n, b, alpha, eps, rng) -> dict:
     }
 
 
-def private_statistic_interval(
+def _private_statistic_interval(
     x,
     statistic: Callable,
     *,

@@ -23,22 +23,22 @@ from dpuq.inference._data import (
 )
 from dpuq.inference._tiles import (
     ArrayData,
-    CdfKernel,
-    EnsembleKernel,
     exact_statistic,
     tile_plan,
 )
+from dpuq.inference._tiles import CdfKernel as _CdfKernel
+from dpuq.inference._tiles import EnsembleKernel as _EnsembleKernel
 from dpuq.inference.aggregation import (
-    private_clamped_mean,
-    tree_cdf,
+    _private_clamped_mean,
+    _tree_cdf,
     tree_error_bound,
 )
 from dpuq.inference.bootstrap import default_grid
 from dpuq.inference.ensemble import check_subset_work
 from dpuq.inference.estimates import (
+    _release_point_estimate,
+    _release_variance,
     median_candidates,
-    release_point_estimate,
-    release_variance,
 )
 from dpuq.inference.naive import _naive_release, naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_quantile
@@ -116,11 +116,11 @@ def _ensemble_interval(
     cand = median_candidates(bnds, n_cand) if stat.name == "median" else None
     mean, variance = data.mean_variance()
     exact = mean if stat.name == "mean" else exact_statistic(data, stat, cand)
-    est = release_point_estimate(None, stat, bnds, e_est, rng, n_cand, n=n, exact=exact)
+    est = _release_point_estimate(None, stat, bnds, e_est, rng, n_cand, n=n, exact=exact)
     symmetric = symmetric or stat.name == "median"  # the median's interval is symmetric
     shares = SYMMETRIC_SHARES if symmetric else ENSEMBLE_SHARES
     e_var, e_h, e_r = (share * e_cdf for share in shares)
-    var = release_variance(None, bnds, e_var, rng, n=n, exact=variance)
+    var = _release_variance(None, bnds, e_var, rng, n=n, exact=variance)
     v_floor = (r_range / n) ** 2
     sigma = math.sqrt(
         max(_safe_variance(var.value * n / (n - 1), var.noise_scale, r_range), v_floor)
@@ -138,7 +138,7 @@ def _ensemble_interval(
     partition, plan = tile_plan(n, s, tt, m, rng)
     # the median's mechanism rank noise is O(1/ε); at size b it must be O(1/ε) sqrt(b/n) ranks
     # to have the same size relative to the root's spread: it is simulated with ε sqrt(n/b)
-    kernel = EnsembleKernel(
+    kernel = _EnsembleKernel(
         stat,
         est.noise_scale,
         var.noise_scale,
@@ -156,14 +156,16 @@ def _ensemble_interval(
 
     h_ref = _reference_half_width(stat, alpha, n, sigma, est.noise_scale)
     w_h = LOG_H_HALF_WIDTH["mean" if stat.name == "mean" else "other"]
-    agg_h = private_clamped_mean(
+    agg_h = _private_clamped_mean(
         np.log(h_k), epsilon=e_h, half_width=w_h, center=math.log(h_ref), rng=rng
     )
     h = math.exp(agg_h.value)
     if symmetric:
         r_value, r_scale = 0.0, None
     else:
-        agg_r = private_clamped_mean(r_k, epsilon=e_r, half_width=R_HALF_WIDTH, center=0.0, rng=rng)
+        agg_r = _private_clamped_mean(
+            r_k, epsilon=e_r, half_width=R_HALF_WIDTH, center=0.0, rng=rng
+        )
         r_value, r_scale = agg_r.value, agg_r.noise_scale
     hi, lo = h * (r_value + 1.0), h * (r_value - 1.0)
     lower, upper = _clip_interval(
@@ -263,7 +265,7 @@ def _ensemble_cdf_interval(
     data = ArrayData(data) if isinstance(data, np.ndarray) else data  # or dpuq.scale's Dask data
     cand = median_candidates(bnds, n_cand) if stat.name == "median" else None
     exact = exact_statistic(data, stat, cand)
-    est = release_point_estimate(None, stat, bnds, e_est, rng, n_cand, n=n, exact=exact)
+    est = _release_point_estimate(None, stat, bnds, e_est, rng, n_cand, n=n, exact=exact)
     s = resolve_n_subsets(n_subsets, n, e_cdf)
     b = n // s
     if stat.name == "trimmed_mean" and b - 2 * stat.n_trim(b) < 1:
@@ -300,8 +302,8 @@ def _ensemble_cdf_interval(
     # median: the exponential mechanism is folded in by simulation (in the kernel); otherwise
     # the Laplace noise of θ̃ is folded exactly after the release
     fold = 0.0 if stat.name == "median" else math.sqrt(n) * est.noise_scale
-    (masses,) = data.run_tiles(partition, plan, CdfKernel(stat, grid, cand, e_est))
-    tree = tree_cdf(masses, e_cdf, rng)
+    (masses,) = data.run_tiles(partition, plan, _CdfKernel(stat, grid, cand, e_est))
+    tree = _tree_cdf(masses, e_cdf, rng)
     t_eval = np.linspace(grid[0], grid[-1], 8 * grid.size)
     j_low, j_up = _fold_bounds(grid, tree.cdf, u, fold, t_eval)
     ok_hi = np.flatnonzero(j_low >= 1.0 - alpha / 2.0)

@@ -56,7 +56,7 @@ from dpuq.inference.ensemble import _resolve_resamples, check_subset_work
 from dpuq.inference.estimates import (
     DEFAULT_MEDIAN_CANDIDATES,
 )
-from dpuq.inference.general import ESTIMATE_SHARE, private_statistic_interval, weighted_quantile
+from dpuq.inference.general import ESTIMATE_SHARE, _private_statistic_interval, weighted_quantile
 from dpuq.inference.interval_methods import (
     _ensemble_cdf_interval,
     _ensemble_interval,
@@ -114,7 +114,7 @@ def private_confidence_interval(
     **ε-DP in total** (δ = 0), under replace-one neighbours with ``n`` public. See the module
     docstring for the three methods. With a callable ``statistic`` (and ``statistic_bounds``
     instead of ``bounds``) the call goes to
-    :func:`dpuq.inference.general.private_statistic_interval`.
+    :func:`dpuq.inference.general._private_statistic_interval`.
 
     Parameters
     ----------
@@ -342,7 +342,7 @@ def _general(
             "statistic_bounds": np.asarray(statistic_bounds, dtype=float).tolist(),
         }
 
-    out = private_statistic_interval(
+    out = _private_statistic_interval(
         x,
         statistic,
         statistic_bounds=statistic_bounds,

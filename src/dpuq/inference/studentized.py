@@ -18,7 +18,7 @@ from dpuq._validation import (
 )
 from dpuq.inference._data import UninformativeIntervalWarning
 from dpuq.inference.aggregation import (
-    private_clamped_mean,
+    _private_clamped_mean,
 )
 from dpuq.inference.ensemble import (
     PrivateCDF,
@@ -75,7 +75,7 @@ def private_studentized_cdf(
 
     Each subset's bootstrap CDF of ``√n (x̄* - x̄_k)/σ̂*`` at ``t`` is computed as in the
     ensemble; because the studentized root is nearly pivotal these ``s`` values lie close
-    together, and they are aggregated by :func:`dpuq.inference.aggregation.private_clamped_mean`:
+    together, and they are aggregated by :func:`dpuq.inference.aggregation._private_clamped_mean`:
     a private median over ``n_candidates`` points of [0, 1] (``median_share`` of the budget)
     and the mean clamped to ``median ± half_width`` plus ``Laplace(2 half_width/(s ε_mean))``.
     Sensitivity ``2 half_width/s`` instead of ``1/s``: the noise is far smaller when the window
@@ -131,7 +131,7 @@ def private_studentized_cdf(
     eps_each = eps / tv.size
     share = check_in_open_unit(median_share, "median_share")
     charge(
-        ledger, dataset, eps, what=what, seeded=random_state is not None,
+        ledger, dataset, eps, what=what, random_state=random_state,
         settings={"n": int(data.size), "statistic": stat.name, "thresholds": int(tv.size)},
     )  # fmt: skip
     kernel = RootKernel(stat, "studentized", thresholds=tv)
@@ -152,7 +152,7 @@ def private_studentized_cdf(
     out = np.empty(tv.size)
     scales, centers, widths = [], [], []
     for j in range(tv.size):  # one clamped mean per threshold (a handful)
-        cm = private_clamped_mean(
+        cm = _private_clamped_mean(
             per_subset[:, j],
             epsilon=eps_each,
             half_width=width,

@@ -148,7 +148,7 @@ class PrivateERMClassifier(ClassifierMixin, PrivateEstimator):
             dataset,
             epsilon,
             what=what,
-            seeded=self.random_state is not None,
+            random_state=self.random_state,
             settings={"n": n, "n_concepts": int(cc.n_concepts)},
         )
         index = exponential_mechanism(

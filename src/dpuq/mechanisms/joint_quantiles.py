@@ -35,7 +35,7 @@ from scipy.special import logsumexp
 
 from dpuq._validation import check_epsilon
 from dpuq.mechanisms.exponential import sample_log_weights_rows
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import RandomState, release_generator
 
 __all__ = [
     "joint_quantiles",
@@ -171,7 +171,15 @@ def _weighted_index(weights: np.ndarray, rng: np.random.Generator) -> int:
     return int(np.searchsorted(cum, u, side="right"))
 
 
-def joint_quantiles(counts, ranks, epsilon: float, random_state: RandomState = None) -> np.ndarray:
+def joint_quantiles(
+    counts,
+    ranks,
+    epsilon: float,
+    random_state: RandomState = None,
+    *,
+    ledger=None,
+    dataset: str | None = None,
+) -> np.ndarray:
     """One ε-DP draw of an ordered tuple of 0-based bins (module docstring), exactly.
 
     Parameters
@@ -183,6 +191,8 @@ def joint_quantiles(counts, ranks, epsilon: float, random_state: RandomState = N
     epsilon : float
         Privacy parameter > 0: the total cost of the L thresholds.
     random_state : None, int or numpy.random.Generator
+    ledger, dataset : dpuq.Ledger (or its path) and str, optional
+        Charge ε to ``dataset``'s budget before any noise (:func:`dpuq.privacy.ledger.charge`).
 
     Returns
     -------
@@ -196,7 +206,10 @@ def joint_quantiles(counts, ranks, epsilon: float, random_state: RandomState = N
     [15, 17, 18]
     """
     c, r, eps = _check(counts, ranks, epsilon)
-    rng = check_random_state(random_state)
+    settings = {"n": int(c.sum()), "n_bins": int(c.size), "n_levels": int(r.size)}
+    rng = release_generator(
+        random_state, ledger, dataset, eps, what="joint_quantiles", settings=settings
+    )
     d = _distances(c, r)
     values, log_w = _value_log_weights(d, eps)
     v = values[int(sample_log_weights_rows(log_w[None, :], rng)[0])]

@@ -305,6 +305,13 @@ class OnlineTracker:
         return float(cache[1][k - chunk * NOISE_CHUNK])
 
     def __getstate__(self) -> dict:
+        # the running count of an incomplete block is unreleased: never written into a pickle
+        # (refused on the public ``pending``, not on the count, which would say whether it is 0)
+        if self.pending:
+            raise TypeError(
+                "this OnlineTracker holds the unreleased error count of an incomplete block: "
+                "pickle it when n_seen is a multiple of block_size"
+            )
         return {k: v for k, v in self.__dict__.items() if k != "_cache"}
 
     @property

@@ -11,6 +11,7 @@ from numbers import Integral
 
 import numpy as np
 
+from dpuq._validation import check_random_state_setting
 from dpuq.privacy.ledger import charge
 
 __all__ = [
@@ -44,18 +45,12 @@ def check_random_state(random_state: RandomState = None) -> np.random.Generator:
     >>> float(rng.random()) == float(check_random_state(0).random())
     True
     """
+    check_random_state_setting(random_state)
     if random_state is None:
         return np.random.default_rng()
     if isinstance(random_state, np.random.Generator):
         return random_state
-    if isinstance(random_state, Integral) and not isinstance(random_state, bool):
-        if int(random_state) < 0:
-            raise ValueError(f"random_state must be a non-negative int, got {random_state}")
-        return np.random.default_rng(int(random_state))
-    raise TypeError(
-        "random_state must be None, a non-negative int or a numpy.random.Generator, "
-        f"got {type(random_state).__name__}"
-    )
+    return np.random.default_rng(int(random_state))
 
 
 def release_generator(
@@ -91,7 +86,7 @@ def release_generator(
     True
     """
     rng = check_random_state(random_state)
-    charge(ledger, dataset, cost, what=what, seeded=random_state is not None, settings=settings)
+    charge(ledger, dataset, cost, what=what, random_state=random_state, settings=settings)
     return rng
 
 

@@ -3,8 +3,10 @@
 Privacy
 -------
 Input: ``n`` loss vectors ``(L_i(λ_1), ..., L_i(λ_m))`` with values in [0, 1], nonincreasing
-along the public grid ``λ_1 < ... < λ_m`` and 0 at ``λ_m``; ``n``, the grid, the target ``τ``
-and ``epsilon`` are public. Neighbouring relation: replace-one (swap) with ``n`` public.
+along the public grid ``λ_1 < ... < λ_m``; ``λ_m`` is the trivial answer (the whole label set,
+the whole line), whose loss is 0 by construction (the last column is never read); ``n``, the
+grid, the target ``τ`` and ``epsilon`` are public. Neighbouring relation: replace-one (swap)
+with ``n`` public.
 Sums ``S_j = Σ_i L_i(λ_j)`` (nonincreasing in j, ``S_m = 0``) and the public ``S_0 = n``.
 Utility (minus the distance from τ to ``[S_j, S_{j-1}]``)::
 
@@ -32,7 +34,7 @@ from scipy.special import logsumexp
 
 from dpuq._validation import check_epsilon, check_positive_int
 from dpuq.mechanisms.exponential import sample_log_weights_rows
-from dpuq.mechanisms.randomness import RandomState, check_random_state
+from dpuq.mechanisms.randomness import RandomState, check_random_state, release_generator
 
 __all__ = [
     "certified_risk_target",
@@ -48,7 +50,14 @@ _ROUND_UP = 1e-12
 
 
 def check_losses(losses, name: str = "losses") -> np.ndarray:
-    """Validate a loss matrix ``(n, m)``: finite, in [0, 1], nonincreasing along the grid, 0 last.
+    """Validate a loss matrix ``(n, m)``: finite, in [0, 1], nonincreasing along the grid.
+
+    The last grid value is the trivial answer (the whole label set, the whole line), whose loss
+    is 0 by construction: the last column is set to 0 whatever it holds, and is never read. A
+    positive loss there is not an error: refusing it would make the release's failure depend on
+    one person's data (the side-channel rule). Build losses with a trivial last value with
+    :func:`dpuq.conformal.risk_control.with_trivial_answer` (or ``interval_losses`` with
+    ``λ = inf``, ``false_negative_losses`` with ``λ = 1``).
 
     Raises
     ------
@@ -62,16 +71,12 @@ def check_losses(losses, name: str = "losses") -> np.ndarray:
         raise TypeError(f"{name} must be a real array of shape (n, m)")
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2:
         raise ValueError(f"{name} must have shape (n, m) with n >= 1 and m >= 2 grid values")
-    arr = arr.astype(float, copy=False)
+    arr = np.array(arr, dtype=float)  # a copy: the last column is set below
+    arr[:, -1] = 0.0  # the trivial answer, by construction (never read)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0.0) or np.any(arr > 1.0):
         raise ValueError(f"{name} must be finite and in [0, 1]")
     if np.any(np.diff(arr, axis=1) > 0.0):
         raise ValueError(f"{name} must be nonincreasing along the grid of lambdas (axis 1)")
-    if np.any(arr[:, -1] != 0.0):
-        raise ValueError(
-            f"{name} at the largest lambda must be 0 for everyone (the guarantee needs a grid "
-            "value whose loss is 0: append one, e.g. the full set or an infinite interval)"
-        )
     return arr
 
 
@@ -113,7 +118,7 @@ def risk_selection_log_distribution(losses, target: float, epsilon: float) -> np
     return lw - logsumexp(lw)
 
 
-def risk_selection_rows(
+def _risk_selection_rows(
     sums, n: int, target: float, epsilon: float, random_state: RandomState = None
 ) -> np.ndarray:
     """One independent ε-DP selection per row of loss sums ``(rows, m)`` (experiments).
@@ -129,10 +134,20 @@ def risk_selection_rows(
     return np.asarray(sample_log_weights_rows(lw, check_random_state(random_state)), np.int64)
 
 
-def risk_selection(losses, target: float, epsilon: float, random_state: RandomState = None) -> int:
+def risk_selection(
+    losses,
+    target: float,
+    epsilon: float,
+    random_state: RandomState = None,
+    *,
+    ledger=None,
+    dataset: str | None = None,
+) -> int:
     """One ε-DP draw of a grid index ``J`` (0-based) from the law in the module docstring.
 
-    Privacy: ε-DP, δ = 0, replace-one with ``n`` public (module docstring).
+    Privacy: ε-DP, δ = 0, replace-one with ``n`` public (module docstring). With
+    ``ledger``/``dataset`` ε is charged to the data set's budget before any noise
+    (:func:`dpuq.privacy.ledger.charge`), or the draw is refused.
 
     Examples
     --------
@@ -141,8 +156,13 @@ def risk_selection(losses, target: float, epsilon: float, random_state: RandomSt
     2
     """
     arr = check_losses(losses)
-    return int(risk_selection_rows(loss_sums(arr)[None, :], arr.shape[0], target, epsilon,
-                                   random_state)[0])  # fmt: skip
+    n = arr.shape[0]
+    lw = _log_weights(loss_sums(arr)[None, :], n, _check_target(target, n), check_epsilon(epsilon))
+    settings = {"n": n, "n_lambdas": int(arr.shape[1]), "target": float(target)}
+    rng = release_generator(
+        random_state, ledger, dataset, float(epsilon), what="risk_selection", settings=settings
+    )
+    return int(sample_log_weights_rows(lw, rng)[0])
 
 
 def risk_certificate(n: int, target: float, epsilon: float, n_lambdas: int) -> float:

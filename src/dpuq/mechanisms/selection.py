@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from dpuq._sealed import sealed
 from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.mechanisms.randomness import RandomState, mark_seeded, release_generator
 from dpuq.mechanisms.repetitions import (
@@ -351,9 +352,10 @@ def private_selection(
             "time of the call grows with the number of runs: do not publish it.",
         ),
         seeded=random_state is not None,
+        accountant=details["accounting"],
+        tuning="accounted: the search over the candidates is part of this release's epsilon "
+        "(best of a random number of runs; the runs' number and scores stay hidden)",
     )
-    from dpuq.privacy.ledger import _within_charged_release
-
     # always charged: with DPUQ_REQUIRE_LEDGER=1 a selection without a ledger is refused.
     # settings: public (the distribution of K, the budget, |candidates|)
     rng = release_generator(
@@ -368,6 +370,18 @@ def private_selection(
         eta=params.get("eta", 0.0),
         mu=params.get("mu", 0.0),
     )
+    with sealed():  # nothing the hidden runs print, log, warn or do to global RNGs gets out
+        best = _best_of_runs(cands, run, b, k, rng)
+    score, cand, artifact = best if best is not None else (None, None, None)
+    result = SelectionResult(artifact, cand, score, float(b), report)
+    return mark_seeded(result, random_state)
+
+
+def _best_of_runs(cands, run, b: float, k: int, rng: np.random.Generator):
+    """``k`` runs of uniformly drawn candidates; the best (score, candidate, artifact), ties
+    broken uniformly. Inside the charged release (the runs charge nothing)."""
+    from dpuq.privacy.ledger import _within_charged_release
+
     best_key, best, ties = -math.inf, None, 0
     for _ in range(k):
         cand = cands[uniform_index(len(cands), rng)]
@@ -384,6 +398,4 @@ def private_selection(
 
             if bernoulli_rational(Fraction(1, ties), rng):
                 best = (float(score), cand, artifact)
-    score, cand, artifact = best if best is not None else (None, None, None)
-    result = SelectionResult(artifact, cand, score, float(b), report)
-    return mark_seeded(result, random_state)
+    return best

@@ -30,7 +30,14 @@ from dpuq.planning.levels import (
     _level_from_rho,
 )
 
-__all__ = ["CalibrationPlan", "JointPlan", "min_calibration_size", "min_epsilon", "plan"]
+__all__ = [
+    "CalibrationPlan",
+    "JointPlan",
+    "informative_advice",
+    "min_calibration_size",
+    "min_epsilon",
+    "plan",
+]
 
 
 def _informative(n: int, alpha: float, epsilon: float, n_bins, method: str) -> bool:
@@ -240,6 +247,25 @@ def _joint_plan_summary(n: int, alpha, epsilon: float, n_bins, method: str) -> J
         min_epsilon(n, list(alphas), n_bins),
         np.array(alone, dtype=np.int64),
     )
+
+
+def informative_advice(n: int, alpha: float, epsilon: float, n_bins, method: str) -> str:
+    """Which public n or ε would give informative sets (data-free), in words.
+
+    >>> informative_advice(250, 0.02, 1.0, "auto", "certified")
+    'n >= 257 calibration points at epsilon=1 or epsilon >= 1.04 at n=250'
+    """
+    bins = n_bins if n_bins == "auto" else int(n_bins)
+    advice = []
+    try:
+        need_n = min_calibration_size(alpha, epsilon, bins, method=method)
+        advice.append(f"n >= {need_n} calibration points at epsilon={epsilon:g}")
+    except ValueError:
+        pass
+    need_eps = min_epsilon(n, alpha, bins, method=method)
+    if math.isfinite(need_eps):
+        advice.append(f"epsilon >= {need_eps:g} at n={n}")
+    return " or ".join(advice) if advice else "a larger alpha"
 
 
 def plan(

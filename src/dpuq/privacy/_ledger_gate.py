@@ -44,6 +44,32 @@ class _CallerCharged:
         return (_CallerCharged, ())
 
 
+class _DeferredCharge:
+    """``ledger=`` of a release whose caller (the command line) has locked the output and
+    checked the requirement, and lets the release itself say what it costs: the release's
+    :func:`dpuq.privacy.ledger.charge` is recorded in ``ledger`` (None: no ledger) under the
+    caller's name, settings, note and output, or not at all when public quantities alone decided the
+    release (it then charges nothing, and its file says epsilon 0). Internal use only."""
+
+    def __init__(self, ledger, dataset, *, what, output, seeded, settings, note, status="reserved"):
+        self.ledger, self.dataset, self.what = ledger, dataset, what
+        self.output, self.seeded, self.settings, self.note = output, seeded, settings, note
+        self.status, self.receipt = status, None
+
+    def charge(self, epsilon: float, delta: float, relation):
+        if self.ledger is None:
+            return None
+        self.receipt = self.ledger.reserve(
+            self.dataset, epsilon, delta, relation, what=self.what, output=self.output,
+            seeded=self.seeded, settings=self.settings, note=self.note, status=self.status,
+        )  # fmt: skip
+        return self.receipt
+
+    def finish(self, status: str) -> None:
+        if self.receipt is not None:
+            self.receipt.finish(status)
+
+
 #: Passed as ``ledger=`` by dpuq's own composite releases to the mechanisms they are built
 #: from: the composite charged the total once, before any noise.
 CALLER_CHARGED = _CallerCharged()

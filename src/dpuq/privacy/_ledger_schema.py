@@ -33,6 +33,7 @@ __all__ = [
     "compose_costs",
     "default_ledger_path",
     "now",
+    "release_trail",
 ]
 
 SCHEMA_VERSION = 2
@@ -110,6 +111,37 @@ class Status:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def statement(self) -> dict[str, str]:
+        """The privacy statement of the whole budget (``dpuq budget show``), in the words of
+        :attr:`dpuq.privacy.report.PrivacyReport.statement`."""
+        from dpuq.privacy.report import (
+            OUTPUTS_COVERED,
+            OUTPUTS_NOT_COVERED,
+            PRIVACY_UNIT,
+            Relation,
+        )
+
+        pure = self.budget_delta == 0.0
+        return {
+            "privacy unit": PRIVACY_UNIT,
+            "neighbouring relation": Relation.coerce(self.relation).description,
+            "measure": f"pure epsilon-DP (epsilon = {self.budget_epsilon:g} in total)"
+            if pure
+            else f"approximate (epsilon, delta)-DP (epsilon = {self.budget_epsilon:g}, "
+            f"delta = {self.budget_delta:g} in total)",
+            "accountant": "the ledger, a privacy filter: basic composition (epsilons and "
+            "deltas add up) against a fixed budget, valid when each release's cost is chosen "
+            "after seeing the earlier outputs (Rogers, Roth, Ullman, Vadhan 2016, 'Privacy "
+            "odometers and filters'); each release's own accountant in its report",
+            "outputs covered": OUTPUTS_COVERED + ", of every release recorded here",
+            "outputs not covered": OUTPUTS_NOT_COVERED + "; releases made without this ledger",
+            "tuning accounted": "only where a release says so in its report (private "
+            "selection); settings chosen by looking at these data outside dpuq are not",
+            "sampling assumption": "none by the ledger; a release that assumes one (DP-SGD's "
+            "Poisson subsampling) says so in its report",
+        }
 
 
 @dataclass(frozen=True)
@@ -292,3 +324,42 @@ class LedgerFile:
                 "WHERE id = ?",
                 (status, now(), output, rid),
             )
+
+
+def release_trail(
+    receipt, what: str, *, dataset: str | None = None, note: str | None = None
+) -> dict:
+    """The paper trail of one release, for its file and report: what was released, when, by
+    which dpuq, from which data set, which ledger entry paid for it (ε, δ, relation) and what is
+    left of the budget (the ledger's own numbers), or that no ledger was used.
+
+    Never a hash or fingerprint of the data: it would be a deterministic function of the data,
+    not private.
+
+    >>> release_trail(None, "a count")["ledger"] is None
+    True
+    """
+    from dpuq._version import __version__
+
+    trail = {
+        "released": what,
+        "released_at": now(),
+        "dpuq_version": __version__,
+        "dataset": receipt.dataset if receipt is not None else dataset,
+        "note": note,
+        "ledger": None,
+    }
+    if receipt is not None:
+        status = receipt.ledger.status(receipt.dataset)
+        trail["ledger"] = {
+            "file": Path(receipt.ledger.path).name,  # its name only, never where it lives
+            "entry": receipt.id,
+            "charged epsilon": receipt.epsilon,
+            "charged delta": receipt.delta,
+            "relation": receipt.relation,
+            "budget epsilon": status.budget_epsilon,
+            "budget delta": status.budget_delta,
+            "remaining epsilon": status.remaining_epsilon,
+            "remaining delta": status.remaining_delta,
+        }
+    return trail

@@ -8,10 +8,14 @@ never taken back: if the process dies after reserving, or the release fails, the
 counted (conservative: never a release without its spend).
 
 Composition (:func:`compose_costs`): pure ε adds; ``(ε, δ)`` parts compose by basic composition
-(ε's add, δ's add). Basic composition stays valid when each release's ε and δ are chosen after
-seeing earlier outputs, which is how a ledger is used (Rogers et al. 2016, "Privacy odometers and
-filters"); tighter composition theorems (advanced, PLD) are not all valid for such adaptively
-chosen costs, so the ledger does not use them. A cost stated under add/remove-one is charged to a
+(ε's add, δ's add). The ledger is a *privacy filter* (Rogers, Roth, Ullman, Vadhan 2016,
+"Privacy odometers and filters", NeurIPS): the budget ``(ε_g, δ_g)`` is fixed in advance, each
+release's cost may be chosen after seeing every earlier output, and a release is refused when
+the sum would exceed the budget. Their basic-composition filter shows that the whole adaptive
+interaction is then ``(ε_g, δ_g)``-DP: summing ε and δ is valid under adaptive choice with a
+fixed budget (tested exactly on a small case in ``tests/test_ledger.py``). Tighter theorems
+(advanced composition, PLD) do not all hold for adaptively chosen costs; the ledger does not
+use them. A cost stated under add/remove-one is charged to a
 replace-one budget converted by group privacy, ``(2ε, (1 + e^ε) δ)``
 (:meth:`dpuq.privacy.report.PrivacyReport.under`), and the history keeps both; a replace-one cost is
 refused by an add/remove-one budget (no conversion exists).
@@ -48,10 +52,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpuq._validation import check_random_state_setting
 from dpuq.privacy._ledger_gate import (
     CALLER_CHARGED,
     REQUIRE_LEDGER_ENV,
     LedgerRequiredError,
+    _DeferredCharge,
     ledger_required,
 )
 from dpuq.privacy._ledger_gate import _CallerCharged as _CallerCharged  # pickles made before 0.3
@@ -73,6 +79,7 @@ from dpuq.privacy._ledger_schema import (
     compose_costs,
     default_ledger_path,
     now,
+    release_trail,
 )
 from dpuq.privacy.report import PrivacyReport, Relation
 
@@ -92,6 +99,9 @@ __all__ = [
     "ledger_required",
     "release_trail",
 ]
+
+#: ``charge`` called without a ``random_state`` (a release whose caller states ``seeded``).
+_NO_RANDOM_STATE = object()
 
 #: Relative slack on the budget comparison (float sums of decimal costs; 5 x 0.2 == 1).
 _SLACK = 1e-12
@@ -356,45 +366,6 @@ class Receipt:
         self.ledger._finish(self.id, status, self._output)
 
 
-def release_trail(
-    receipt: Receipt | None, what: str, *, dataset: str | None = None, note: str | None = None
-) -> dict:
-    """The paper trail of one release, for its file and report: what was released, when, by
-    which dpuq, from which data set, which ledger entry paid for it (ε, δ, relation) and what is
-    left of the budget (the ledger's own numbers), or that no ledger was used.
-
-    Never a hash or fingerprint of the data: it would be a deterministic function of the data,
-    not private.
-
-    >>> release_trail(None, "a count")["ledger"] is None
-    True
-    """
-    from dpuq._version import __version__
-
-    trail = {
-        "released": what,
-        "released_at": now(),
-        "dpuq_version": __version__,
-        "dataset": receipt.dataset if receipt is not None else dataset,
-        "note": note,
-        "ledger": None,
-    }
-    if receipt is not None:
-        status = receipt.ledger.status(receipt.dataset)
-        trail["ledger"] = {
-            "path": str(receipt.ledger.path),
-            "entry": receipt.id,
-            "charged epsilon": receipt.epsilon,
-            "charged delta": receipt.delta,
-            "relation": receipt.relation,
-            "budget epsilon": status.budget_epsilon,
-            "budget delta": status.budget_delta,
-            "remaining epsilon": status.remaining_epsilon,
-            "remaining delta": status.remaining_delta,
-        }
-    return trail
-
-
 def charge(
     ledger: Ledger | str | os.PathLike | None,
     dataset: str | None,
@@ -404,6 +375,7 @@ def charge(
     relation: Relation | str = Relation.REPLACE_ONE,
     what: str,
     seeded: bool = False,
+    random_state=_NO_RANDOM_STATE,
     settings: dict | None = None,
     note: str | None = None,
 ) -> Receipt | None:
@@ -414,16 +386,24 @@ def charge(
     ``DPUQ_REQUIRE_LEDGER=1`` is set: then the release is refused with
     :class:`LedgerRequiredError` (before any noise). ``dataset`` alone: the default ledger
     (:func:`default_ledger_path`). ``cost`` is ε (with ``delta``, ``relation``) or a
-    :class:`~dpuq.privacy.report.PrivacyReport`. ``settings``: the release's public settings,
-    kept in the history (never a data value). ``ledger=CALLER_CHARGED``: charged by the caller.
+    :class:`~dpuq.privacy.report.PrivacyReport`. ``settings``: the release's public settings, kept
+    in the history (never a data value). ``ledger=CALLER_CHARGED``: charged by the caller.
+    ``random_state``: the release's own, checked here first (a malformed one is refused before
+    anything is recorded, whoever forgot to check it) and recorded as ``seeded`` when not None.
 
     Examples
     --------
     >>> charge(None, None, 1.0, what="a count") is None  # no ledger asked for
     True
     """
+    if random_state is not _NO_RANDOM_STATE:
+        seeded = seeded or check_random_state_setting(random_state) is not None
     if ledger is CALLER_CHARGED:
         return None
+    if isinstance(ledger, _DeferredCharge):  # the command line's ledger, charged here
+        if isinstance(cost, PrivacyReport):
+            return ledger.charge(cost.epsilon, cost.delta, cost.relation)
+        return ledger.charge(cost, delta, relation)
     if ledger is None and dataset is None:
         if ledger_required():
             raise LedgerRequiredError(

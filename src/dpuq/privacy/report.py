@@ -57,6 +57,24 @@ class Relation(StrEnum):
 # Kept for callers that still name the relation by its text.
 REPLACE_ONE_N_PUBLIC = Relation.REPLACE_ONE.description
 
+#: The privacy unit of every dpuq guarantee.
+PRIVACY_UNIT = "one person's record (each person contributes exactly one row)"
+#: What a dpuq guarantee covers, and what it does not (side-channel tested:
+#: docs/explanation/privacy.md).
+OUTPUTS_COVERED = (
+    "the released values, and everything dpuq shows about them: files, ledger entries, "
+    "printed lines, warnings, log records, errors, global random states"
+)
+OUTPUTS_NOT_COVERED = (
+    "wall-clock time and memory use; side effects of user code dpuq calls (a statistic, a "
+    "model_fn, a run) beyond its returned value; C-level writes to file descriptor 2; "
+    "anything reproducible from a seed that is not secret"
+)
+DEFAULT_TUNING = "none on the data: every setting is public or chosen data-free"
+DEFAULT_SAMPLING = (
+    "none: the guarantee holds for the fixed data set; no amplification by sampling is claimed"
+)
+
 SEEDED_NOTE = (
     "seeded: this release is reproducible from its random_state; it is private only while the "
     "seed stays secret (use random_state=None for real releases)"
@@ -84,6 +102,9 @@ class PrivacyReport:
     seeded : bool
         True when the noise came from a user-given seed: reproducible, so private only while
         the seed stays secret.
+    accountant, tuning, sampling : str
+        How the guarantee was accounted, whether tuning on the data was accounted, and the
+        sampling assumption ("" : the defaults of :attr:`statement`).
 
     Examples
     --------
@@ -100,6 +121,9 @@ class PrivacyReport:
     details: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     seeded: bool = False
+    accountant: str = ""
+    tuning: str = ""
+    sampling: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "relation", Relation.coerce(self.relation))
@@ -119,6 +143,9 @@ class PrivacyReport:
                 dict(self.details),
                 self.notes,
                 self.seeded,
+                self.accountant,
+                self.tuning,
+                self.sampling,
             ),
         )
 
@@ -126,6 +153,38 @@ class PrivacyReport:
     def neighbouring(self) -> str:
         """The neighbouring relation in words."""
         return self.relation.description
+
+    @property
+    def statement(self) -> dict[str, str]:
+        """The privacy statement a data steward signs, in the vocabulary of OpenDP, Tumult
+        and TF-Privacy: privacy unit, neighbouring relation, measure, accountant, outputs
+        covered and not covered, whether tuning was accounted, and the sampling assumption.
+
+        >>> PrivacyReport("Laplace mechanism", epsilon=1.0).statement["measure"]
+        'pure epsilon-DP (epsilon = 1, delta = 0)'
+        """
+        measure = (
+            f"pure epsilon-DP (epsilon = {self.epsilon:.6g}, delta = 0)"
+            if self.pure
+            else f"approximate (epsilon, delta)-DP (epsilon = {self.epsilon:.6g}, "
+            f"delta = {self.delta:.3g})"
+        )
+        return {
+            "privacy unit": PRIVACY_UNIT,
+            "neighbouring relation": self.neighbouring,
+            "measure": measure,
+            "accountant": self.accountant
+            or (
+                "none needed: the mechanism's exact pure epsilon (its law, tested by "
+                "neighbour enumeration)"
+                if self.pure
+                else "see details"
+            ),
+            "outputs covered": OUTPUTS_COVERED,
+            "outputs not covered": OUTPUTS_NOT_COVERED,
+            "tuning accounted": self.tuning or DEFAULT_TUNING,
+            "sampling assumption": self.sampling or DEFAULT_SAMPLING,
+        }
 
     @property
     def pure(self) -> bool:
@@ -175,6 +234,10 @@ class PrivacyReport:
             "details": dict(self.details),
             "notes": list(self.notes),
             "seeded": self.seeded,
+            "accountant": self.accountant,
+            "tuning": self.tuning,
+            "sampling": self.sampling,
+            "statement": self.statement,
         }
 
     @classmethod
@@ -198,6 +261,9 @@ class PrivacyReport:
             details=d["details"],
             notes=tuple(d["notes"]),
             seeded=d.get("seeded", False),
+            accountant=d.get("accountant", ""),
+            tuning=d.get("tuning", ""),
+            sampling=d.get("sampling", ""),
         )
 
     def __str__(self) -> str:
@@ -219,6 +285,8 @@ class PrivacyReport:
         lines.extend(f"note: {note}" for note in self.notes)
         if self.seeded:
             lines.append(f"note: {SEEDED_NOTE}")
+        lines.append("privacy statement:")
+        lines.extend(f"  {key}: {value}" for key, value in self.statement.items())
         return "\n".join(lines)
 
 
@@ -259,6 +327,7 @@ def compose_sequential(
         details={f"part {i + 1}": r.mechanism for i, r in enumerate(reports)},
         notes=("basic sequential composition of the parts on the same data",),
         seeded=any(r.seeded for r in reports),
+        accountant="basic sequential composition (epsilons and deltas add up)",
     )
 
 
@@ -284,4 +353,5 @@ def compose_disjoint(
         },
         notes=("parallel composition: the parts use disjoint people",),
         seeded=any(r.seeded for r in reports),
+        accountant="parallel composition over disjoint people (the worst part's guarantee)",
     )

@@ -1,8 +1,9 @@
 """DP-SGD and DP-SGLD training on Opacus (optional extra ``dpuq[torch]``).
 
 Importing this package is cheap: ``torch`` and ``opacus`` are imported on first use of a
-name that needs them (:func:`train_classifier`, :class:`DPSGLDOptimizer`, :func:`small_cnn`,
-:func:`predict_proba`, :func:`check_private_model`). The schedules and
+name that needs them (:class:`DPClassifier`, :class:`DPRegressor`, :func:`train_classifier`,
+:class:`DPSGLDOptimizer`, :func:`small_cnn`, :func:`predict_proba`,
+:func:`check_private_model`). The schedules and
 :func:`private_temperature_scaling` need numpy only.
 """
 
@@ -21,6 +22,8 @@ from dpuq.training.temperature import (
 __all__ = [
     "METHODS",
     "ConstantLR",
+    "DPClassifier",
+    "DPRegressor",
     "DPSGDOptimizer",
     "DPSGLDOptimizer",
     "IterateAverage",
@@ -52,6 +55,8 @@ _LAZY = {
     "predict_proba": "dpuq.training.train",
     "train_classifier": "dpuq.training.train",
     "DPSGLDOptimizer": "dpuq.training.optimizer",
+    "DPClassifier": "dpuq.training.estimators",
+    "DPRegressor": "dpuq.training.estimators",
     "DPSGDOptimizer": "dpuq.training.optimizer",
     "auto_recipe": "dpuq.training.recipe",
     "choose_model_family": "dpuq.training.features",

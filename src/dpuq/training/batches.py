@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 __all__ = [
+    "TASKS",
     "as_tensors",
     "batches_private",
     "batches_shuffled",
@@ -22,20 +23,37 @@ __all__ = [
 ]
 
 
-def as_tensors(train_data) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(X, y) arrays or a TensorDataset -> tensors; None for another Dataset."""
+#: What :func:`dpuq.training.train_classifier` learns: class indices or real-valued targets.
+TASKS = ("classification", "regression")
+
+
+def as_tensors(
+    train_data, task: str = "classification"
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(X, y) arrays or a TensorDataset -> tensors; None for another Dataset.
+
+    ``task="classification"``: ``y`` holds integer class indices (int64); ``"regression"``:
+    real-valued targets (float32, finite).
+    """
     from torch.utils.data import Dataset, TensorDataset
 
     if isinstance(train_data, tuple | list) and len(train_data) == 2:
         x, y = train_data
         x = torch.as_tensor(np.asarray(x) if not torch.is_tensor(x) else x, dtype=torch.float32)
         y_arr = y if torch.is_tensor(y) else torch.as_tensor(np.asarray(y))
-        if y_arr.dtype.is_floating_point:
+        if task == "regression":
+            if y_arr.dtype == torch.bool or y_arr.dtype.is_complex:
+                raise ValueError(f"train_data: targets must be real numbers, got {y_arr.dtype}")
+            y_arr = y_arr.to(torch.float32)
+            if not torch.isfinite(y_arr).all():
+                raise ValueError("train_data: y has non-finite values (NaN or inf)")
+        elif y_arr.dtype.is_floating_point:
             if not torch.all(y_arr == torch.round(y_arr)):
                 raise ValueError("train_data: labels must be integer class indices")
         elif y_arr.dtype == torch.bool or y_arr.dtype.is_complex:
             raise ValueError(f"train_data: labels must be integers, got dtype {y_arr.dtype}")
-        y_arr = y_arr.long()
+        if task != "regression":
+            y_arr = y_arr.long()
         if y_arr.ndim != 1 or x.shape[0] != y_arr.shape[0]:
             raise ValueError(
                 f"train_data: need X of shape (n, ...) and y of shape (n,), got {tuple(x.shape)} "
@@ -45,7 +63,7 @@ def as_tensors(train_data) -> tuple[torch.Tensor, torch.Tensor] | None:
             raise ValueError("train_data: X has non-finite values (NaN or inf)")
         return x, y_arr
     if isinstance(train_data, TensorDataset) and len(train_data.tensors) == 2:
-        return as_tensors(tuple(train_data.tensors))
+        return as_tensors(tuple(train_data.tensors), task)
     if isinstance(train_data, Dataset):
         return None
     raise TypeError(

@@ -134,6 +134,9 @@ def private_training_report(
         details=all_details,
         notes=tuple(notes),
         seeded=seeded,
+        accountant=all_details["accountant"],
+        sampling=f"Poisson subsampling of the training people at rate p = {sample_rate:.4g} "
+        "(the accountant's assumption; Opacus draws the batches)",
     )
 
 

@@ -22,7 +22,7 @@ from dpuq.privacy import accounting
 from dpuq.privacy.report import Relation
 from dpuq.training.augment import check_multiplicity
 from dpuq.training.averaging import AVERAGING
-from dpuq.training.batches import as_tensors, check_label_range, n_outputs
+from dpuq.training.batches import TASKS, as_tensors, check_label_range, n_outputs
 from dpuq.training.recipe import AUTO, CLIPPING, auto_recipe
 from dpuq.training.schedules import as_schedule
 
@@ -64,6 +64,7 @@ class TrainingSettings:
     averaging: str
     prior_std: Any
     augmentation_multiplicity: int = 1
+    task: str = "classification"
 
 
 def check_private_model(model: nn.Module) -> None:
@@ -129,6 +130,7 @@ def resolve_settings(
     posterior_samples,
     burn_in,
     augmentation_multiplicity=AUTO,
+    task="classification",
 ) -> TrainingSettings:
     """The settings :func:`dpuq.training.train_classifier` runs with, every one checked.
 
@@ -137,6 +139,8 @@ def resolve_settings(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
     if posterior_samples is not None:
         warnings.warn(
             "posterior_samples is deprecated: use iterate_averaging (it applies to every method)",
@@ -165,7 +169,7 @@ def resolve_settings(
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if method == "dpsgld" and temperature is None:
         temperature = AUTO
-    tensors = as_tensors(train_data)
+    tensors = as_tensors(train_data, task)
     n = int(tensors[0].shape[0]) if tensors is not None else len(train_data)
     if n < 2:
         raise ValueError(f"train_data needs at least 2 examples, got {n}")
@@ -179,6 +183,7 @@ def resolve_settings(
     recipe_used = None
     if auto_keys:
         x1 = tensors[0][:1] if tensors is not None else train_data[0][0].unsqueeze(0)
+        k_out = n_outputs(model, x1)
         recipe_used = auto_recipe(
             method,
             n_samples=n,
@@ -186,7 +191,8 @@ def resolve_settings(
             delta=delta,
             relation=relation,
             n_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
-            n_classes=n_outputs(model, x1),
+            # one output for regression: the recipe reads no class count beyond its check
+            n_classes=max(2, k_out) if task == "regression" else k_out,
         ).as_kwargs()
         follow = isinstance(learning_rate, str) and learning_rate == AUTO
         for k in auto_keys:
@@ -241,7 +247,7 @@ def resolve_settings(
     if bsz > n:
         raise ValueError(f"batch_size must be <= the number of examples ({n}), got {bsz}")
     n_classes = n_outputs(model, x1)
-    if tensors is not None:
+    if tensors is not None and task == "classification":
         check_label_range(tensors[1], n_classes)
 
     return TrainingSettings(
@@ -250,5 +256,5 @@ def resolve_settings(
         epochs=ep, batch_size=bsz, max_grad_norm=clip, clipping=clipping, momentum=mom,
         temperature=temperature, pre_noise_scale=pre, schedule=schedule,
         iterate_averaging=n_post, averaging_start=burn, averaging=averaging, prior_std=prior_std,
-        augmentation_multiplicity=aug_k,
+        augmentation_multiplicity=aug_k, task=task,
     )  # fmt: skip

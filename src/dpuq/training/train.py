@@ -100,6 +100,7 @@ def train_classifier(
     burn_in: float | None = None,
     ledger=None,
     dataset: str | None = None,
+    task: str = "classification",
 ) -> TrainingResult:
     """Train a classifier with SGD, DP-SGD or DP-SGLD on one code path (Opacus underneath).
 
@@ -183,8 +184,13 @@ def train_classifier(
         Former names of ``iterate_averaging`` and ``averaging_start``.
     ledger, dataset : dpuq.Ledger (or its path) and str, optional
         Charge the target ``(epsilon, delta)`` under ``relation`` to ``dataset``'s budget
-        before training starts (a replace-one budget converts it, see
-        :mod:`dpuq.privacy.ledger`), or refuse; ``method="sgd"`` cannot be charged (not private).
+        before training starts (a replace-one budget converts it, see :mod:`dpuq.privacy.ledger`),
+        or refuse; ``method="sgd"`` cannot be charged (not private).
+    task : {"classification", "regression"}, default "classification"
+        ``"regression"``: ``y`` holds real-valued targets (float32) and the model one output
+        per example, shape (batch, 1); the default loss is the mean squared error. Clipping,
+        noise and accounting are the same (they never look at the loss). Use
+        ``averaging="weights"`` (the predictive average is over softmax outputs).
 
     Returns
     -------
@@ -216,7 +222,7 @@ def train_classifier(
         iterate_averaging=iterate_averaging, averaging_start=averaging_start,
         averaging=averaging, momentum=momentum, accountant=accountant, relation=relation,
         posterior_samples=posterior_samples, burn_in=burn_in,
-        augmentation_multiplicity=augmentation_multiplicity,
+        augmentation_multiplicity=augmentation_multiplicity, task=task,
     )  # fmt: skip
     private, epsilon, delta, relation = cfg.private, cfg.epsilon, cfg.delta, cfg.relation
     tensors, n, n_classes, temperature = cfg.tensors, cfg.n, cfg.n_classes, cfg.temperature
@@ -246,6 +252,8 @@ def train_classifier(
         details["prior std"] = float(prior_std)
     if cfg.recipe_used is not None:
         details["auto settings (data-free recipe)"] = ", ".join(cfg.auto_keys)
+    if task == "regression":
+        details["task"] = "regression"
 
     # ---- plan the noise and the number of steps (data-free) --------------------------------
     sigmas, steps = plan_noise(
@@ -271,13 +279,20 @@ def train_classifier(
             relation=relation,
             what=what,
             seeded=seeded,
+            settings={
+                "method": method,
+                "n": n,
+                "planned steps": int(steps),
+                "accountant": accountant,
+            },
         )
     # ---- wrap and train -------------------------------------------------------------------
     model.train()
     base = torch.optim.SGD(
         model.parameters(), lr=float(eta[0]), momentum=cfg.momentum, weight_decay=prior_wd
     )
-    loss_fn = nn.CrossEntropyLoss() if loss_fn is None else loss_fn
+    if loss_fn is None:
+        loss_fn = _SquaredError() if task == "regression" else nn.CrossEntropyLoss()
     if private:
         from opacus import GradSampleModule
 
@@ -327,7 +342,7 @@ def train_classifier(
         for t, (xb, yb) in progress(
             enumerate(batches), desc=desc, total=steps, disable=not show_progress
         ):
-            if tensors is None:
+            if tensors is None and task == "classification":
                 check_label_range(yb, n_classes)
             for group in opt.param_groups:
                 group["lr"] = float(eta[t])
@@ -383,6 +398,13 @@ def train_classifier(
         seeded=seeded,
     )
     return TrainingResult(model, mark_seeded(report, random_state))
+
+
+class _SquaredError(nn.Module):
+    """Mean squared error of a (batch, 1) output against (batch,) targets (regression)."""
+
+    def forward(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return torch.mean((output.reshape(target.shape) - target) ** 2)
 
 
 def predict_proba(model: nn.Module, x, batch_size: int = 2048) -> np.ndarray:

@@ -1,0 +1,92 @@
+"""A release's hidden work, sealed: nothing it prints, logs or warns gets out, and the global
+random states are as they were before.
+
+Inside a release, code that dpuq does not own runs on the data or on hidden draws: a user's
+``run`` or ``model_fn`` (once per run of a private selection, whose number of runs is secret),
+a third-party accountant that logs "failed to converge" on every call, a model that warns. Any
+of it could count what must stay hidden: a line per run on stderr, a record per run in a log,
+a warning, a step of torch's global generator per model built. :func:`sealed` closes these
+channels for the duration of the hidden work:
+
+- stdout and stderr (Python level) go to a buffer that is dropped;
+- logging is disabled (every logger, every level: records are never created);
+- warnings are ignored;
+- the global random states (Python's ``random``, NumPy's legacy ``np.random``, torch's CPU
+  generator and its initialised CUDA generators, when torch is imported) are saved on entry
+  and restored on exit, so what the release leaves in them does not depend on the data or on
+  the hidden draws. The draws inside are unchanged (seeded runs stay byte-identical).
+
+Not covered: writes to file descriptor 2 by C code, and the wall time (both said in the
+privacy reports' "not covered" list).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import random
+import sys
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+
+__all__ = ["sealed"]
+
+
+def _global_states() -> list:
+    states: list = [("random", random.getstate()), ("numpy", np.random.get_state())]  # noqa: NPY002
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        states.append(("torch", torch.get_rng_state()))
+        cuda = getattr(torch, "cuda", None)
+        if cuda is not None and cuda.is_initialized():
+            states.append(("cuda", cuda.get_rng_state_all()))
+    return states
+
+
+def _restore(states: list) -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and all(kind != "torch" for kind, _ in states):
+        torch.manual_seed(torch.initial_seed())  # imported inside: back to its state at import
+    for kind, state in states:
+        if kind == "random":
+            random.setstate(state)
+        elif kind == "numpy":
+            np.random.set_state(state)  # noqa: NPY002
+        elif kind == "torch":
+            sys.modules["torch"].set_rng_state(state)
+        else:
+            sys.modules["torch"].cuda.set_rng_state_all(state)
+
+
+@contextlib.contextmanager
+def sealed() -> Iterator[None]:
+    """Run a release's hidden work with no output and no trace in global random states.
+
+    >>> import random
+    >>> before = random.getstate()
+    >>> with sealed():
+    ...     print("one line per hidden run")
+    ...     _ = random.random()
+    >>> random.getstate() == before
+    True
+    """
+    states = _global_states()
+    previous_disable = logging.root.manager.disable
+    sink = io.StringIO()
+    try:
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(sink),
+            contextlib.redirect_stderr(sink),
+        ):
+            warnings.simplefilter("ignore")
+            logging.disable(logging.CRITICAL)
+            try:
+                yield
+            finally:
+                logging.disable(previous_disable)
+    finally:
+        _restore(states)

@@ -94,7 +94,7 @@ def test_classifier_equals_the_function_on_its_scores(digits):
     batch function gives the next person (same seed, same scores)."""
     model, X, y = digits
     scores = dpuq.lac_scores(model.predict_proba(X[:600]), y[:600])
-    alpha = 1.0 - 0.9  # the estimator's alpha, to the last bit
+    alpha = 0.1  # the estimator's alpha for confidence_level=0.9 (read as typed)
     t = dpuq.online_conformal_thresholds(scores, alpha, 1.0, block_size=20, random_state=5)
     clf = PrivateOnlineConformalClassifier(model, epsilon=1.0, block_size=20, random_state=5)
     clf.start()

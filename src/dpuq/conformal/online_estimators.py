@@ -27,7 +27,7 @@ from dpuq.conformal.online import check_online_settings, online_privacy_report
 from dpuq.conformal.regression_scores import absolute_residual_scores, cqr_scores
 from dpuq.conformal.regressor import PrivateConformalRegressor
 from dpuq.conformal.scores import score_function
-from dpuq.mechanisms.online_counts import OnlineTracker
+from dpuq.mechanisms.online_counts import _OnlineTracker
 from dpuq.mechanisms.randomness import (
     RandomState,
     check_estimator_random_state,
@@ -79,7 +79,7 @@ class _OnlineMixin:
             what=f"{type(self).__name__}.start",
             settings=settings.as_dict(),
         )
-        self.tracker_ = OnlineTracker(
+        self.tracker_ = _OnlineTracker(
             alpha=settings.alpha,
             epsilon=settings.epsilon,
             step=settings.step,
@@ -107,7 +107,7 @@ class _OnlineMixin:
         """Block counts released so far."""
         return self._tracker().n_blocks
 
-    def _tracker(self) -> OnlineTracker:
+    def _tracker(self) -> _OnlineTracker:
         if not hasattr(self, "tracker_"):
             raise NotFittedError(
                 f"this {type(self).__name__} has not started: call start() (or update())"

@@ -10,7 +10,7 @@ import numpy as np
 from _timing import median_time
 
 import dpuq
-from dpuq.mechanisms.online_counts import OnlineTracker
+from dpuq.mechanisms.online_counts import _OnlineTracker
 
 
 def _row(name: str, seconds: float, target: str = "–") -> None:
@@ -31,13 +31,13 @@ def main() -> None:
     s = rng.uniform(size=10**5)
 
     def incremental(root):
-        tr = OnlineTracker(alpha=0.1, epsilon=1.0, step=0.01, block_size=23, initial=0.5)
+        tr = _OnlineTracker(alpha=0.1, epsilon=1.0, step=0.01, block_size=23, initial=0.5)
         for lo in range(0, s.size, 100):
             tr.observe(s[lo : lo + 100], root=root)
 
     for root, how in ((1, "seeded"), (None, "fresh entropy per block")):
         t = median_time(lambda root=root: incremental(root), repeats=3)
-        _row(f"`OnlineTracker.observe`, 10^5 persons in batches of 100 ({how})", t)
+        _row(f"`_OnlineTracker.observe`, 10^5 persons in batches of 100 ({how})", t)
         print(f"| per person, incremental ({how}) | {t / s.size * 1e6:.2g} µs | O(1) |")
     s4 = s[: 10**4]
     _row("`aci_thresholds` (non-private baseline), T = 10,000", median_time(

@@ -94,7 +94,7 @@ def test_classifier_equals_the_function_on_its_scores(digits):
     batch function gives the next person (same seed, same scores)."""
     model, X, y = digits
     scores = dpuq.lac_scores(model.predict_proba(X[:600]), y[:600])
-    alpha = 1.0 - 0.9  # the estimator's alpha, to the last bit
+    alpha = 0.1  # the estimator's alpha for confidence_level=0.9 (read as typed)
     t = dpuq.online_conformal_thresholds(scores, alpha, 1.0, block_size=20, random_state=5)
     clf = PrivateOnlineConformalClassifier(model, epsilon=1.0, block_size=20, random_state=5)
     clf.start()
@@ -122,7 +122,7 @@ def test_classifier_sets_follow_the_threshold_and_state_rules(digits, tmp_path):
     ledger.create_budget("ward", epsilon=5.0)
     clf.start(ledger=ledger, dataset="ward")
     assert ledger.status("ward").spent_epsilon == pytest.approx(1.0)
-    sets = clf.predict_set(X[:5])
+    _, sets = clf.predict_set(X[:5])
     assert sets.shape == (5, 10)
     probs = model.predict_proba(X[:5])
     assert np.array_equal(sets, 1.0 - probs <= clf.threshold_)
@@ -196,7 +196,7 @@ def test_regressor_intervals_cover_a_drifting_stream():
     covered = []
     for lo in range(0, 6000, reg.block_size_):
         hi = lo + reg.block_size_
-        iv = reg.predict_interval(Xs[lo:hi])
+        _, iv = reg.predict_interval(Xs[lo:hi])
         covered.append((iv[:, 0] <= ys[lo:hi]) & (ys[lo:hi] <= iv[:, 1]))
         reg.update(Xs[lo:hi], ys[lo:hi])
     cov = np.concatenate(covered)

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import dpuq
-from dpuq.mechanisms.online_counts import OnlineTracker, block_noise, noise_max_bound
+from dpuq.mechanisms.online_counts import _block_noise, _OnlineTracker, noise_max_bound
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +46,7 @@ def test_adaptive_adversary_who_sees_every_threshold(epsilon):
     the bound holds for adaptively chosen sequences too."""
     bound = dpuq.online_coverage_bound(T, 0.1, epsilon, beta=1e-3)
     for seed in range(3):
-        tr = OnlineTracker(alpha=0.1, epsilon=epsilon, step=0.01, block_size=
+        tr = _OnlineTracker(alpha=0.1, epsilon=epsilon, step=0.01, block_size=
                            dpuq.online_block_size(0.1, epsilon), initial=0.5)  # fmt: skip
         errs = np.empty(T, dtype=bool)
         for i in range(T):
@@ -64,7 +64,7 @@ def test_noise_max_bound_holds_by_simulation():
     x = noise_max_bound(1.0, k, beta)
     hits = 0
     for r in range(reps):
-        path = np.cumsum(block_noise(r, 0, k, 1.0))
+        path = np.cumsum(_block_noise(r, 0, k, 1.0))
         hits += bool(np.max(np.abs(path)) >= x)
     assert stats.binomtest(hits, reps, beta, alternative="greater").pvalue > 1e-3
 

@@ -12,12 +12,12 @@ import pytest
 from scipy import stats
 
 from dpuq.mechanisms.online_counts import (
-    OnlineTracker,
+    _block_noise,
+    _OnlineTracker,
+    _tracker_thresholds,
     block_count_scale,
-    block_noise,
     noise_max_bound,
     tracker_log_likelihood,
-    tracker_thresholds,
 )
 
 TINY = {"alpha": 0.25, "step": 0.2, "block_size": 2, "initial": 0.5}
@@ -64,7 +64,7 @@ def test_sampler_follows_the_law():
     0.001 (seeded, fixed false-positive rate) on the noise recovered from a run."""
     rng = np.random.default_rng(4)
     scores = rng.uniform(size=40_000)
-    t, released = tracker_thresholds(
+    t, released = _tracker_thresholds(
         scores, alpha=0.1, epsilon=0.7, step=0.01, block_size=10, initial=0.5, root=11
     )
     blocks = scores[: released.size * 10].reshape(-1, 10)
@@ -85,7 +85,7 @@ def test_thresholds_are_a_function_of_the_released_counts_only():
     rng = np.random.default_rng(7)
     s = rng.uniform(size=1003) * np.linspace(0.5, 1.0, 1003)
     kw = {"alpha": 0.1, "step": 0.02, "block_size": 17, "initial": 0.5}
-    t, released = tracker_thresholds(s, epsilon=1.0, root=12, **kw)
+    t, released = _tracker_thresholds(s, epsilon=1.0, root=12, **kw)
     steps = kw["step"] * (released - kw["alpha"] * kw["block_size"])
     q = np.concatenate(([kw["initial"]], kw["initial"] + np.cumsum(steps)))
     assert released.size == -(-s.size // 17) - 1  # the last block's count is never released
@@ -114,21 +114,21 @@ def test_counts_lie_on_the_noise_lattice_for_every_accepted_epsilon():
 
 
 def test_block_noise_is_chunk_invariant_and_seeded():
-    a = block_noise(3, 0, 600, 1.0)
-    assert np.array_equal(a[250:260], block_noise(3, 250, 260, 1.0))
-    assert not np.array_equal(a, block_noise(4, 0, 600, 1.0))
-    assert block_noise(None, 0, 5, 1.0).shape == (5,)
+    a = _block_noise(3, 0, 600, 1.0)
+    assert np.array_equal(a[250:260], _block_noise(3, 250, 260, 1.0))
+    assert not np.array_equal(a, _block_noise(4, 0, 600, 1.0))
+    assert _block_noise(None, 0, 5, 1.0).shape == (5,)
 
 
 def test_causal_changing_a_score_changes_nothing_up_to_its_block():
     rng = np.random.default_rng(0)
     s = rng.uniform(size=500)
     kw = {"alpha": 0.1, "epsilon": 1.0, "step": 0.02, "block_size": 20, "initial": 0.5}
-    base, _ = tracker_thresholds(s, root=5, **kw)
+    base, _ = _tracker_thresholds(s, root=5, **kw)
     for i in (0, 19, 20, 257, 499):
         s2 = s.copy()
         s2[i] = 1.0 - s2[i]
-        other, _ = tracker_thresholds(s2, root=5, **kw)
+        other, _ = _tracker_thresholds(s2, root=5, **kw)
         end = (i // 20 + 1) * 20  # the first person after i's block
         assert np.array_equal(base[:end], other[:end])
 
@@ -137,8 +137,8 @@ def test_incremental_tracker_equals_the_batch_function():
     rng = np.random.default_rng(1)
     s = rng.uniform(size=1000) * np.linspace(0.4, 1.0, 1000)
     kw = {"alpha": 0.1, "epsilon": 1.0, "step": 0.01, "block_size": 23, "initial": 0.5}
-    batch, _ = tracker_thresholds(s, root=9, **kw)
-    tr = OnlineTracker(**kw)
+    batch, _ = _tracker_thresholds(s, root=9, **kw)
+    tr = _OnlineTracker(**kw)
     pieces, pos = [], 0
     for size in rng.integers(1, 60, size=200):
         pieces.append(tr.observe(s[pos : pos + size], root=9))
@@ -152,7 +152,7 @@ def test_tracker_refuses_to_pickle_an_unreleased_count():
     """The estimators refuse pickling mid-block; the tracker they hold (a public attribute)
     must too, or ``pickle.dumps(clf.tracker_)`` writes the unreleased count."""
     kw = {"alpha": 0.1, "epsilon": 1.0, "step": 0.01, "block_size": 4, "initial": 0.5}
-    tr = OnlineTracker(**kw)
+    tr = _OnlineTracker(**kw)
     tr.observe(np.array([0.9, 0.9, 0.1]), root=0)
     with pytest.raises(TypeError, match="incomplete block"):
         pickle.dumps(tr)
@@ -181,7 +181,7 @@ def test_coverage_bound_holds_exactly_on_every_tiny_stream():
     for combo in itertools.product((0.0, 0.5, 1.0), repeat=5):
         s = np.array(combo)
         for epsilon, seed in ((1.0, 0), (1.0, 1), (1.0, 2), (50.0, 0)):
-            t, released = tracker_thresholds(s, epsilon=epsilon, root=seed, **kw)
+            t, released = _tracker_thresholds(s, epsilon=epsilon, root=seed, **kw)
             err = s > t
             counts = err[: released.size * 2].reshape(-1, 2).sum(axis=1)
             dev = abs(err.sum() - kw["alpha"] * s.size)
@@ -195,7 +195,7 @@ def test_coverage_bound_against_an_adaptive_adversary():
     """An adversary who sees each threshold and picks the score that errs whenever it can
     (1.0 while t < 1, else 0): the bound still holds pathwise."""
     kw = {"alpha": 0.1, "step": 0.01, "block_size": 23, "initial": 0.5}
-    tr = OnlineTracker(epsilon=1.0, **kw)
+    tr = _OnlineTracker(epsilon=1.0, **kw)
     errs, ts = [], []
     for _ in range(5000):
         t = tr.threshold

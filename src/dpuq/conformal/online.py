@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from dpuq._validation import _as_float, check_alpha, check_epsilon, check_scores
-from dpuq.mechanisms.online_counts import block_count_scale, tracker_thresholds
+from dpuq.mechanisms.online_counts import _tracker_thresholds, block_count_scale
 from dpuq.mechanisms.randomness import RandomState, derive_seed, release_generator
 from dpuq.planning.online import DEFAULT_INITIAL, DEFAULT_STEP, online_block_size
 from dpuq.privacy.report import PrivacyReport, Relation
@@ -184,7 +184,7 @@ def online_conformal_thresholds(
         what="online conformal thresholds",
         settings={**settings.as_dict(), "n": int(s.size)},
     )
-    thresholds, _ = tracker_thresholds(
+    thresholds, _ = _tracker_thresholds(
         s,
         alpha=settings.alpha,
         epsilon=settings.epsilon,

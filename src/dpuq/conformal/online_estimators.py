@@ -24,10 +24,11 @@ from dpuq._estimator import NotFittedError
 from dpuq._validation import check_epsilon, check_scores
 from dpuq.conformal.classifier import PrivateConformalClassifier
 from dpuq.conformal.online import check_online_settings, online_privacy_report
+from dpuq.conformal.outputs import ConformalPrediction
 from dpuq.conformal.regression_scores import absolute_residual_scores, cqr_scores
 from dpuq.conformal.regressor import PrivateConformalRegressor
 from dpuq.conformal.scores import score_function
-from dpuq.mechanisms.online_counts import OnlineTracker
+from dpuq.mechanisms.online_counts import _OnlineTracker
 from dpuq.mechanisms.randomness import (
     RandomState,
     check_estimator_random_state,
@@ -79,7 +80,7 @@ class _OnlineMixin:
             what=f"{type(self).__name__}.start",
             settings=settings.as_dict(),
         )
-        self.tracker_ = OnlineTracker(
+        self.tracker_ = _OnlineTracker(
             alpha=settings.alpha,
             epsilon=settings.epsilon,
             step=settings.step,
@@ -107,7 +108,7 @@ class _OnlineMixin:
         """Block counts released so far."""
         return self._tracker().n_blocks
 
-    def _tracker(self) -> OnlineTracker:
+    def _tracker(self) -> _OnlineTracker:
         if not hasattr(self, "tracker_"):
             raise NotFittedError(
                 f"this {type(self).__name__} has not started: call start() (or update())"
@@ -178,7 +179,7 @@ class PrivateOnlineConformalClassifier(_OnlineMixin, PrivateConformalClassifier)
     >>> X, y = load_digits(return_X_y=True)
     >>> model = LogisticRegression(max_iter=500).fit(X[:800], y[:800])
     >>> clf = PrivateOnlineConformalClassifier(model, epsilon=1.0, random_state=0).start()
-    >>> sets = clf.predict_set(X[800:810])  # with the current threshold
+    >>> _, sets = clf.predict_set(X[800:810])  # with the current threshold
     >>> clf = clf.update(X[800:1700], y[800:1700])  # labels arrive
     >>> sets.shape, clf.n_seen_, clf.n_released_
     ((10, 10), 900, 39)
@@ -252,7 +253,7 @@ class PrivateOnlineConformalRegressor(_OnlineMixin, PrivateConformalRegressor):
     >>> model = Ridge(alpha=0.1).fit(X[:150], y[:150])
     >>> reg = PrivateOnlineConformalRegressor(model, epsilon=2.0, bound=300.0, random_state=0)
     >>> reg = reg.update(X[150:400], y[150:400])
-    >>> reg.predict_interval(X[400:402]).shape
+    >>> reg.predict_interval(X[400:402]).sets.shape
     (2, 2)
     """
 
@@ -313,12 +314,15 @@ class PrivateOnlineConformalRegressor(_OnlineMixin, PrivateConformalRegressor):
             return absolute_residual_scores(self._point(X), y, bound=bound)
         return cqr_scores(self._quantiles(X), y, bound=bound)
 
-    def predict_interval(self, X, groups=None) -> np.ndarray:
-        """Intervals (n, 2) at the current threshold (see the class docstring)."""
+    def predict_interval(self, X, groups=None) -> ConformalPrediction:
+        """``(y_pred, intervals)``, intervals (n, 2) at the current threshold (class docstring)."""
         if groups is not None:
             raise ValueError("groups= is not supported by the online regressor")
         t = self._tracker().threshold
         if t >= 0.0:
             return super().predict_interval(X)
-        n = (self._point(X) if self.conformity_score == "absolute" else self._quantiles(X)).shape[0]
-        return np.column_stack((np.full(n, np.inf), np.full(n, -np.inf)))
+        y_pred = self.predict(X)
+        n = y_pred.shape[0]
+        return ConformalPrediction(
+            y_pred, np.column_stack((np.full(n, np.inf), np.full(n, -np.inf)))
+        )

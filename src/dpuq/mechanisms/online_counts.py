@@ -95,12 +95,9 @@ from dpuq.mechanisms.randomness import derived_generator
 
 __all__ = [
     "NOISE_CHUNK",
-    "OnlineTracker",
     "block_count_scale",
-    "block_noise",
     "noise_max_bound",
     "tracker_log_likelihood",
-    "tracker_thresholds",
 ]
 
 #: Block noises are drawn in chunks of this many blocks, chunk ``j`` from
@@ -120,7 +117,7 @@ def block_count_scale(epsilon: float) -> float:
     return lattice_laplace_scale(1.0, epsilon)
 
 
-def block_noise(root: int | None, start: int, stop: int, epsilon: float) -> np.ndarray:
+def _block_noise(root: int | None, start: int, stop: int, epsilon: float) -> np.ndarray:
     """The exact noises ``γ Z_k`` of blocks ``start .. stop - 1`` (lattice Laplace, scale 1/ε).
 
     ``root`` is a seed (reproducible: chunk ``j`` of :data:`NOISE_CHUNK` blocks comes from
@@ -128,8 +125,8 @@ def block_noise(root: int | None, start: int, stop: int, epsilon: float) -> np.n
 
     Examples
     --------
-    >>> a = block_noise(5, 0, 300, 1.0)
-    >>> bool((block_noise(5, 250, 300, 1.0) == a[250:]).all())
+    >>> a = _block_noise(5, 0, 300, 1.0)
+    >>> bool((_block_noise(5, 250, 300, 1.0) == a[250:]).all())
     True
     """
     scale = block_count_scale(epsilon)
@@ -152,7 +149,7 @@ def _next_threshold(q: float, released: float, n: int, alpha: float, step: float
     return q + step * (released - alpha * n)
 
 
-def tracker_thresholds(
+def _tracker_thresholds(
     scores: np.ndarray,
     *,
     alpha: float,
@@ -178,14 +175,14 @@ def tracker_thresholds(
     Examples
     --------
     >>> s = np.array([0.1, 0.9, 0.2, 0.3, 0.95, 0.1])
-    >>> t, e = tracker_thresholds(s, alpha=0.1, epsilon=1.0, step=0.05, block_size=2,
+    >>> t, e = _tracker_thresholds(s, alpha=0.1, epsilon=1.0, step=0.05, block_size=2,
     ...                           initial=0.5, root=0)
     >>> t.shape, e.shape, bool(t[0] == t[1] == 0.5)
     ((6,), (2,), True)
     """
     n = scores.size
     n_blocks = -(-n // block_size)
-    noise = block_noise(root, 0, n_blocks - 1, epsilon).tolist()
+    noise = _block_noise(root, 0, n_blocks - 1, epsilon).tolist()
     # each block's scores sorted once: its count above q is one bisection (no re-sorting of
     # the past, no numpy call per block); the last block sets no threshold of this stream
     full = (n_blocks - 1) * block_size
@@ -264,17 +261,17 @@ def noise_max_bound(epsilon: float, n_blocks: int, beta: float) -> float:
     return float(np.min(x))
 
 
-class OnlineTracker:
+class _OnlineTracker:
     """The tracker one person at a time: the estimators' state (module docstring).
 
     Holds the released threshold, the public counts of persons and blocks seen, and the one
     unreleased value, the running error count of the current (incomplete) block. ``root``
     None draws each block's noise from fresh OS entropy; a seed reproduces
-    :func:`tracker_thresholds` exactly on the same stream.
+    :func:`_tracker_thresholds` exactly on the same stream.
 
     Examples
     --------
-    >>> tr = OnlineTracker(alpha=0.1, epsilon=1.0, step=0.05, block_size=2, initial=0.5)
+    >>> tr = _OnlineTracker(alpha=0.1, epsilon=1.0, step=0.05, block_size=2, initial=0.5)
     >>> t = tr.observe(np.array([0.1, 0.9, 0.2]), root=0)
     >>> bool(t[0] == t[1] == 0.5), tr.n_seen, tr.n_blocks
     (True, 3, 1)
@@ -295,12 +292,12 @@ class OnlineTracker:
         pickles never hold (it is a function of the seed); None: one fresh draw."""
         k = self.n_blocks
         if root is None:
-            return float(block_noise(None, k, k + 1, self.epsilon)[0])
+            return float(_block_noise(None, k, k + 1, self.epsilon)[0])
         chunk = k // NOISE_CHUNK
         cache = self.__dict__.get("_cache")
         if cache is None or cache[0] != (root, chunk):
             lo = chunk * NOISE_CHUNK
-            cache = ((root, chunk), block_noise(root, lo, lo + NOISE_CHUNK, self.epsilon))
+            cache = ((root, chunk), _block_noise(root, lo, lo + NOISE_CHUNK, self.epsilon))
             self._cache = cache
         return float(cache[1][k - chunk * NOISE_CHUNK])
 
@@ -309,7 +306,7 @@ class OnlineTracker:
         # (refused on the public ``pending``, not on the count, which would say whether it is 0)
         if self.pending:
             raise TypeError(
-                "this OnlineTracker holds the unreleased error count of an incomplete block: "
+                "this _OnlineTracker holds the unreleased error count of an incomplete block: "
                 "pickle it when n_seen is a multiple of block_size"
             )
         return {k: v for k, v in self.__dict__.items() if k != "_cache"}

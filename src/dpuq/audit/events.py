@@ -1,0 +1,218 @@
+"""Rejection events chosen on draws that the bound never sees (DP-Sniper's idea).
+
+An event is ``{o : s(o) >= t}`` or ``{o : s(o) < t}`` for a scalar score ``s`` of the output
+``o``. The scores are fitted on one part of the draws (the *fit* part) and the event (score,
+threshold, direction and which data set is "D") is chosen on another (the *select* part);
+the bound is computed on the remaining draws, so the event is fixed before they are looked at
+and one Clopper–Pearson test is valid. Scores:
+
+* each coordinate of the output (at most :data:`MAX_COORDINATES`, those whose means differ most
+  between the two data sets on the fit part);
+* for vector outputs, the Fisher discriminant direction ``(Σ_D + Σ_D' + λI)^{-1}(μ_D - μ_D')``;
+* a histogram likelihood-ratio classifier on each of these scalars (one bin per value for
+  discrete outputs, quantile bins otherwise), as in DP-Sniper (Bichsel et al. 2021), whose
+  thresholds give unions of bins, not only half-lines;
+* for vector outputs, a joint histogram over the distinct output vectors (when they are few)
+  and a k-nearest-neighbour likelihood-ratio estimate (low dimensions).
+
+The choice maximises the bound the select part predicts at the estimation part's size.
+Everything is deterministic given the draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpuq.audit.bounds import epsilon_from_counts
+
+__all__ = ["Event", "choose_event", "output_features"]
+
+MAX_COORDINATES = 16
+MAX_THRESHOLDS = 256
+MAX_HISTOGRAM_VALUES = 64
+QUANTILE_BINS = 32
+MAX_JOINT_VALUES = 256
+KNN_MAX_DIM = 8
+
+
+def output_features(outputs: list, name: str = "release") -> np.ndarray:
+    """Stack released values (numbers or arrays of one size) as a float array (n, k)."""
+    rows = [np.asarray(o, dtype=float).ravel() for o in outputs]
+    sizes = {r.size for r in rows}
+    if len(sizes) != 1 or 0 in sizes:
+        raise ValueError(f"{name} must return numbers or arrays of one non-zero size")
+    return np.vstack(rows)
+
+
+@dataclass(frozen=True)
+class _Score:
+    """A scalar score of the (finite-mapped) features, with its description."""
+
+    description: str
+    function: Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A rejection event: ``score >= threshold`` (``upper``) or ``score < threshold``.
+
+    ``swapped`` is True when the event is more likely on the neighbour D' than on D (the bound
+    is then for the ordering D' vs D).
+    """
+
+    description: str
+    threshold: float
+    upper: bool
+    swapped: bool
+    _score: _Score
+    _finite: Callable[[np.ndarray], np.ndarray]
+
+    def contains(self, features: np.ndarray) -> np.ndarray:
+        """Boolean mask of the rows of ``features`` that lie in the event."""
+        s = self._score.function(self._finite(features))
+        return s >= self.threshold if self.upper else s < self.threshold
+
+    def __str__(self) -> str:
+        op = ">=" if self.upper else "<"
+        order = "D' vs D" if self.swapped else "D vs D'"
+        return f"{self.description} {op} {self.threshold:.6g} ({order})"
+
+
+def _finite_map(fit: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Map NaN and ±inf to fixed finite values (set on the fit part, per coordinate)."""
+    finite = np.where(np.isfinite(fit), fit, np.nan)
+    with np.errstate(all="ignore"):
+        lo = np.nan_to_num(np.nanmin(finite, axis=0), nan=0.0)
+        hi = np.nan_to_num(np.nanmax(finite, axis=0), nan=0.0)
+    span = np.maximum(hi - lo, 1.0)
+
+    def apply(x: np.ndarray) -> np.ndarray:
+        x = np.where(np.isposinf(x), hi + span, x)
+        x = np.where(np.isneginf(x), lo - span, x)
+        return np.where(np.isnan(x), lo - 2 * span, x)
+
+    return apply
+
+
+def _coordinate(j: int, dim: int) -> _Score:
+    name = "output" if dim == 1 else f"output[{j}]"
+    return _Score(name, lambda x: x[:, j])
+
+
+def _fisher(a: np.ndarray, b: np.ndarray) -> _Score:
+    cov = np.cov(a, rowvar=False) + np.cov(b, rowvar=False)
+    ridge = 1e-9 * max(float(np.trace(cov)), 1e-12) + 1e-12
+    w = np.linalg.solve(cov + ridge * np.eye(a.shape[1]), a.mean(0) - b.mean(0))
+    w = w / max(float(np.abs(w).max()), 1e-300)
+    return _Score("Fisher projection", lambda x: x @ w)
+
+
+def _histogram(base: _Score, a: np.ndarray, b: np.ndarray) -> _Score:
+    """Log-likelihood ratio of D vs D' per bin of ``base`` (add-1/2 smoothing)."""
+    sa, sb = base.function(a), base.function(b)
+    values = np.unique(np.concatenate([sa, sb]))
+    if values.size <= MAX_HISTOGRAM_VALUES:
+        edges = (values[1:] + values[:-1]) / 2.0  # one bin per value
+    else:
+        qs = np.linspace(0, 1, QUANTILE_BINS + 1)[1:-1]
+        edges = np.unique(np.quantile(np.concatenate([sa, sb]), qs))
+    n_bins = edges.size + 1
+    ca = np.bincount(np.searchsorted(edges, sa, side="right"), minlength=n_bins)
+    cb = np.bincount(np.searchsorted(edges, sb, side="right"), minlength=n_bins)
+    llr = np.log((ca + 0.5) / (sa.size + 0.5)) - np.log((cb + 0.5) / (sb.size + 0.5))
+    return _Score(
+        f"histogram likelihood ratio of {base.description} ({n_bins} bins)",
+        lambda x: llr[np.searchsorted(edges, base.function(x), side="right")],
+    )
+
+
+def _joint_histogram(a: np.ndarray, b: np.ndarray) -> _Score | None:
+    values, inverse = np.unique(np.vstack([a, b]), axis=0, return_inverse=True)
+    if values.shape[0] > MAX_JOINT_VALUES:
+        return None
+    inverse = inverse.ravel()
+    ca = np.bincount(inverse[: a.shape[0]], minlength=values.shape[0])
+    cb = np.bincount(inverse[a.shape[0] :], minlength=values.shape[0])
+    llr = np.log((ca + 0.5) / (a.shape[0] + 0.5)) - np.log((cb + 0.5) / (b.shape[0] + 0.5))
+    table = {tuple(v): float(r) for v, r in zip(values.tolist(), llr, strict=True)}
+
+    def score(x: np.ndarray) -> np.ndarray:
+        return np.array([table.get(tuple(row), 0.0) for row in x.tolist()])
+
+    return _Score(f"joint histogram likelihood ratio ({values.shape[0]} values)", score)
+
+
+def _knn(a: np.ndarray, b: np.ndarray) -> _Score:
+    from sklearn.neighbors import KNeighborsClassifier
+
+    mu = np.vstack([a, b]).mean(0)
+    sd = np.maximum(np.vstack([a, b]).std(0), 1e-12)
+    k = int(max(5, min(200, np.sqrt(a.shape[0] + b.shape[0]))))
+    clf = KNeighborsClassifier(n_neighbors=k).fit(
+        (np.vstack([a, b]) - mu) / sd, np.r_[np.ones(a.shape[0]), np.zeros(b.shape[0])]
+    )
+    return _Score(f"{k}-nearest-neighbour likelihood ratio", lambda x: clf.predict_proba((x - mu) / sd)[:, -1])
+
+
+def _scores(a: np.ndarray, b: np.ndarray) -> list[_Score]:
+    dim = a.shape[1]
+    spread = np.sqrt(a.var(0) + b.var(0)) + 1e-12
+    order = np.argsort(-np.abs(a.mean(0) - b.mean(0)) / spread, kind="stable")
+    base = [_coordinate(int(j), dim) for j in order[:MAX_COORDINATES]]
+    if dim > 1:
+        base.append(_fisher(a, b))
+    scores = base + [_histogram(s, a, b) for s in base]
+    if dim > 1:
+        joint = _joint_histogram(a, b)
+        if joint is not None:
+            scores.append(joint)
+        elif dim <= KNN_MAX_DIM:
+            scores.append(_knn(a, b))
+    return scores
+
+
+def _best_threshold(sa: np.ndarray, sb: np.ndarray, n_est: int, confidence: float, delta: float):
+    """(predicted bound, threshold, upper, swapped) maximising the predicted bound."""
+    pooled = np.unique(np.concatenate([sa, sb]))
+    if pooled.size > MAX_THRESHOLDS:
+        pooled = np.unique(np.quantile(pooled, np.linspace(0, 1, MAX_THRESHOLDS)))
+    ra, rb = np.sort(sa), np.sort(sb)
+    below_a = np.searchsorted(ra, pooled, side="left") / sa.size  # P[s < t]
+    below_b = np.searchsorted(rb, pooled, side="left") / sb.size
+    best = (-1.0, float(pooled[0]), True, False)
+    for upper in (True, False):
+        pa = 1.0 - below_a if upper else below_a
+        pb = 1.0 - below_b if upper else below_b
+        for swapped in (False, True):
+            p, q = (pb, pa) if swapped else (pa, pb)
+            eps = epsilon_from_counts(p * n_est, n_est, q * n_est, n_est, confidence=confidence, delta=delta)
+            i = int(np.argmax(eps))
+            if eps[i] > best[0]:
+                best = (float(eps[i]), float(pooled[i]), upper, swapped)
+    return best
+
+
+def choose_event(
+    fit_a: np.ndarray,
+    fit_b: np.ndarray,
+    select_a: np.ndarray,
+    select_b: np.ndarray,
+    *,
+    n_estimate: int,
+    confidence: float,
+    delta: float,
+) -> Event:
+    """Fit scores on the fit part, pick the event on the select part (module docstring)."""
+    finite = _finite_map(np.vstack([fit_a, fit_b]))
+    fa, fb = finite(fit_a), finite(fit_b)
+    sa, sb = finite(select_a), finite(select_b)
+    best: tuple | None = None
+    for score in _scores(fa, fb):
+        found = _best_threshold(score.function(sa), score.function(sb), n_estimate, confidence, delta)
+        if best is None or found[0] > best[0][0]:
+            best = (found, score)
+    (_, threshold, upper, swapped), score = best
+    return Event(score.description, threshold, upper, swapped, score, finite)

@@ -18,12 +18,33 @@ from dpuq.audit.bounds import (
     one_run_p_value,
 )
 from dpuq.audit.lower_bound import AuditResult, epsilon_lower_bound
+from dpuq.audit.neighbours import (
+    GENERATORS,
+    Neighbours,
+    labelled_score_neighbours,
+    loss_neighbours,
+    row_neighbours,
+    score_neighbours,
+    training_set_neighbours,
+    worst_case_data,
+)
+from dpuq.audit.release_audit import ReleaseAudit, audit_release
 
 __all__ = [
+    "GENERATORS",
     "AuditResult",
+    "Neighbours",
+    "ReleaseAudit",
+    "audit_release",
     "clopper_pearson",
     "epsilon_from_counts",
     "epsilon_lower_bound",
+    "labelled_score_neighbours",
+    "loss_neighbours",
     "one_run_epsilon_lower_bound",
     "one_run_p_value",
+    "row_neighbours",
+    "score_neighbours",
+    "training_set_neighbours",
+    "worst_case_data",
 ]

@@ -17,6 +17,7 @@ COMMANDS = [
     "reproduce",
     "temperature",
     "budget",
+    "audit",
 ]
 
 

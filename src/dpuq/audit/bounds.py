@@ -136,7 +136,7 @@ def one_run_epsilon_lower_bound(
 ) -> float:
     """The largest ε that ``v`` right guesses out of ``r`` reject at level ``1 - confidence``.
 
-    Steinke, Nasr and Jagielski (2023), Theorem 3.1: bisection (60 steps) for the ε where
+    Steinke, Nasr and Jagielski (2023), Theorem 3.1: bisection (40 steps) for the ε where
     :func:`one_run_p_value` crosses ``β = 1 - confidence`` (it increases with ε). 0 when even
     ε = 0 is not rejected.
 
@@ -156,7 +156,7 @@ def one_run_epsilon_lower_bound(
         lo, hi = hi, 2.0 * hi
         if hi > 1e4:  # every ε up to 10^4 rejected: report that much, no more
             return lo
-    for _ in range(60):
+    for _ in range(40):
         mid = 0.5 * (lo + hi)
         if one_run_p_value(m, r, v, mid, d) < beta:
             lo = mid

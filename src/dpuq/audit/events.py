@@ -154,7 +154,9 @@ def _knn(a: np.ndarray, b: np.ndarray) -> _Score:
     clf = KNeighborsClassifier(n_neighbors=k).fit(
         (np.vstack([a, b]) - mu) / sd, np.r_[np.ones(a.shape[0]), np.zeros(b.shape[0])]
     )
-    return _Score(f"{k}-nearest-neighbour likelihood ratio", lambda x: clf.predict_proba((x - mu) / sd)[:, -1])
+    return _Score(
+        f"{k}-nearest-neighbour likelihood ratio", lambda x: clf.predict_proba((x - mu) / sd)[:, -1]
+    )
 
 
 def _scores(a: np.ndarray, b: np.ndarray) -> list[_Score]:
@@ -188,7 +190,9 @@ def _best_threshold(sa: np.ndarray, sb: np.ndarray, n_est: int, confidence: floa
         pb = 1.0 - below_b if upper else below_b
         for swapped in (False, True):
             p, q = (pb, pa) if swapped else (pa, pb)
-            eps = epsilon_from_counts(p * n_est, n_est, q * n_est, n_est, confidence=confidence, delta=delta)
+            eps = epsilon_from_counts(
+                p * n_est, n_est, q * n_est, n_est, confidence=confidence, delta=delta
+            )
             i = int(np.argmax(eps))
             if eps[i] > best[0]:
                 best = (float(eps[i]), float(pooled[i]), upper, swapped)
@@ -211,7 +215,9 @@ def choose_event(
     sa, sb = finite(select_a), finite(select_b)
     best: tuple | None = None
     for score in _scores(fa, fb):
-        found = _best_threshold(score.function(sa), score.function(sb), n_estimate, confidence, delta)
+        found = _best_threshold(
+            score.function(sa), score.function(sb), n_estimate, confidence, delta
+        )
         if best is None or found[0] > best[0][0]:
             best = (found, score)
     (_, threshold, upper, swapped), score = best

@@ -29,13 +29,16 @@ from dpuq.audit.neighbours import (
     worst_case_data,
 )
 from dpuq.audit.release_audit import ReleaseAudit, audit_release
+from dpuq.audit.training_audit import TrainingAudit, audit_training, random_canaries
 
 __all__ = [
     "GENERATORS",
     "AuditResult",
     "Neighbours",
     "ReleaseAudit",
+    "TrainingAudit",
     "audit_release",
+    "audit_training",
     "clopper_pearson",
     "epsilon_from_counts",
     "epsilon_lower_bound",
@@ -43,6 +46,7 @@ __all__ = [
     "loss_neighbours",
     "one_run_epsilon_lower_bound",
     "one_run_p_value",
+    "random_canaries",
     "row_neighbours",
     "score_neighbours",
     "training_set_neighbours",

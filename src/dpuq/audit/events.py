@@ -137,10 +137,13 @@ def _joint_histogram(a: np.ndarray, b: np.ndarray) -> _Score | None:
     ca = np.bincount(inverse[: a.shape[0]], minlength=values.shape[0])
     cb = np.bincount(inverse[a.shape[0] :], minlength=values.shape[0])
     llr = np.log((ca + 0.5) / (a.shape[0] + 0.5)) - np.log((cb + 0.5) / (b.shape[0] + 0.5))
-    table = {tuple(v): float(r) for v, r in zip(values.tolist(), llr, strict=True)}
 
-    def score(x: np.ndarray) -> np.ndarray:
-        return np.array([table.get(tuple(row), 0.0) for row in x.tolist()])
+    def score(x: np.ndarray) -> np.ndarray:  # the value's ratio; 0 for a value never fitted
+        _, inv = np.unique(np.vstack([values, x]), axis=0, return_inverse=True)
+        inv = inv.ravel()
+        table = np.zeros(inv.max() + 1)
+        table[inv[: values.shape[0]]] = llr
+        return table[inv[values.shape[0] :]]
 
     return _Score(f"joint histogram likelihood ratio ({values.shape[0]} values)", score)
 

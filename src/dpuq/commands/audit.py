@@ -96,7 +96,14 @@ def _entry_point(spec: str):
         sys.path.pop(0)
     if not callable(function):
         raise ValueError(f"--entry-point: {spec} is not a callable")
-    return function
+
+    def release(data, seed):
+        try:
+            return function(data, seed)
+        except Exception as exc:  # user code: any failure becomes one line
+            raise ValueError(f"--entry-point: the release raised {type(exc).__name__}") from exc
+
+    return release
 
 
 def _save(data, folder: Path, suffix: str, tag: str) -> Path:
@@ -151,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.samples < 40:
         raise ValueError("--samples must be >= 40")
+    if args.generate is not None and args.n < 2:
+        raise ValueError("--n must be >= 2")
     kind = args.neighbours or args.generate or "scores"
     if (kind == "rows" or args.generate == "rows") and args.bounds is None:
         raise ValueError("--bounds LOW HIGH is needed for rows")

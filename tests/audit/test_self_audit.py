@@ -51,7 +51,7 @@ def test_calibrate(method):
     check(
         audit_release(
             release,
-            worst_case_data("scores", 300)[:2],
+            worst_case_data("scores", 300)[1],
             neighbours="scores",
             neighbour_options={"quantiles": [0.9]},
             n_samples=300,
@@ -220,3 +220,48 @@ def test_score_generator_on_a_real_skewed_score_set():
 
     pair = score_neighbours(scores, quantiles=[0.9])[1]
     check(epsilon_lower_bound(release, pair.data, pair.neighbour, n_samples=300, random_state=0))
+
+
+def test_exact_samplers_at_the_entry_points_settings_with_many_draws():
+    """calibrate's and risk_control's noise, drawn by their vectorised exact samplers at the
+    settings the entry points use, 20,000 draws per data set: tighter bounds than the
+    one-call-per-draw audits above can afford."""
+    from dpuq.mechanisms.quantile import private_quantiles
+    from dpuq.mechanisms.risk import certified_risk_target, loss_sums, risk_selection_rows
+
+    n = 300
+    record = calibrate(np.full(n, 0.5), alpha=0.1, epsilon=EPS, random_state=0)
+
+    def quantile_batch(scores, seeds):
+        rows = np.tile(np.asarray(scores, dtype=float), (seeds.size, 1))
+        return private_quantiles(rows, record.level, EPS, record.n_bins, random_state=int(seeds[0]))
+
+    check(
+        audit_release(
+            None,
+            worst_case_data("scores", n)[1],
+            neighbours="scores",
+            neighbour_options={"quantiles": [0.9]},
+            n_samples=20_000,
+            random_state=0,
+            release_batch=quantile_batch,
+        )
+    )
+
+    losses = worst_case_data("losses", n, m=10)[0]
+    target = certified_risk_target(n, 0.2, EPS, losses.shape[1])
+
+    def risk_batch(data, seeds):
+        sums = np.tile(loss_sums(np.asarray(data)), (seeds.size, 1))
+        return risk_selection_rows(sums, n, target, EPS, random_state=int(seeds[0]))
+
+    check(
+        audit_release(
+            None,
+            losses,
+            neighbours="losses",
+            n_samples=20_000,
+            random_state=0,
+            release_batch=risk_batch,
+        )
+    )

@@ -99,7 +99,7 @@ def test_command_line_release(capsys, tmp_path):
         "--data",
         tmp_path / "one.csv",
         "--samples",
-        "50",
+        "40",
         "--claimed-epsilon",
         "1",
         "--neighbours",

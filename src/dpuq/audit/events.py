@@ -15,7 +15,7 @@ and one Clopper–Pearson test is valid. Scores:
 * for vector outputs, a joint histogram over the distinct output vectors (when they are few)
   and a k-nearest-neighbour likelihood-ratio estimate (low dimensions).
 
-The choice maximises the bound the select part predicts at the estimation part's size.
+The choice maximises the bound that the select part's own counts give.
 Everything is deterministic given the draws.
 """
 
@@ -179,8 +179,12 @@ def _scores(a: np.ndarray, b: np.ndarray) -> list[_Score]:
     return scores
 
 
-def _best_threshold(sa: np.ndarray, sb: np.ndarray, n_est: int, confidence: float, delta: float):
-    """(predicted bound, threshold, upper, swapped) maximising the predicted bound."""
+def _best_threshold(sa: np.ndarray, sb: np.ndarray, confidence: float, delta: float):
+    """(bound on the select part, threshold, upper, swapped) maximising that bound.
+
+    The bound is computed from the select part's own counts and sizes: its Clopper–Pearson
+    widths penalise events seen a few times only (extrapolating the frequencies to the larger
+    estimation part would favour them, and they rarely hold up)."""
     pooled = np.unique(np.concatenate([sa, sb]))
     if pooled.size > MAX_THRESHOLDS:
         pooled = np.unique(np.quantile(pooled, np.linspace(0, 1, MAX_THRESHOLDS)))
@@ -193,9 +197,10 @@ def _best_threshold(sa: np.ndarray, sb: np.ndarray, n_est: int, confidence: floa
         pb = 1.0 - below_b if upper else below_b
         for swapped in (False, True):
             p, q = (pb, pa) if swapped else (pa, pb)
-            eps = epsilon_from_counts(
-                p * n_est, n_est, q * n_est, n_est, confidence=confidence, delta=delta
-            )
+            k, k2 = p * sa.size, q * sb.size
+            eps = epsilon_from_counts(k, sa.size, k2, sb.size, confidence=confidence, delta=delta)
+            # ties (all 0 when the select part is small) go to the larger bound at 50%
+            eps = eps + 1e-6 * epsilon_from_counts(k, sa.size, k2, sb.size, confidence=0.5)
             i = int(np.argmax(eps))
             if eps[i] > best[0]:
                 best = (float(eps[i]), float(pooled[i]), upper, swapped)
@@ -208,7 +213,6 @@ def choose_event(
     select_a: np.ndarray,
     select_b: np.ndarray,
     *,
-    n_estimate: int,
     confidence: float,
     delta: float,
 ) -> Event:
@@ -218,9 +222,7 @@ def choose_event(
     sa, sb = finite(select_a), finite(select_b)
     best: tuple | None = None
     for score in _scores(fa, fb):
-        found = _best_threshold(
-            score.function(sa), score.function(sb), n_estimate, confidence, delta
-        )
+        found = _best_threshold(score.function(sa), score.function(sb), confidence, delta)
         if best is None or found[0] > best[0][0]:
             best = (found, score)
     (_, threshold, upper, swapped), score = best

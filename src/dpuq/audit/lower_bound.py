@@ -164,7 +164,7 @@ def epsilon_lower_bound(
     if a.shape[1] != b.shape[1]:
         raise ValueError("release must return outputs of one size on both data sets")
     q, h = n // 4, n // 2
-    event = choose_event(a[:q], b[:q], a[q:h], b[q:h], n_estimate=n - h, confidence=conf, delta=d)
+    event = choose_event(a[:q], b[:q], a[q:h], b[q:h], confidence=conf, delta=d)
     return _estimate(event, a[h:], b[h:], conf, d, n)
 
 

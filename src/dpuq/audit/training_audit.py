@@ -2,7 +2,8 @@
 
 :func:`audit_training` builds ``m`` canaries, flips a fair coin ``S_i`` for each, trains
 **once** on the base data plus the canaries whose coin came up heads, scores every canary by
-the trained model's log-probability of its label, guesses "in" for the ``k`` highest scores
+the trained model's log-probability of its label (less that of its label at the all-zero
+input, which removes what canaries of one label share), guesses "in" for the ``k`` highest scores
 and "out" for the ``k`` lowest (``r = 2k`` guesses, the others abstain), and counts the ``v``
 right guesses. Theorem 3.1 of the paper (:func:`dpuq.audit.one_run_epsilon_lower_bound`)
 turns ``(m, r, v)`` into an ε lower bound at ``confidence``.
@@ -101,14 +102,18 @@ def random_canaries(X: np.ndarray, n_classes: int, m: int, rng: np.random.Genera
     return (scale * signs).astype(np.float32), labels
 
 
-def _label_log_probabilities(model, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _canary_scores(model, Xc: np.ndarray, yc: np.ndarray) -> np.ndarray:
+    """``log p(y_i | x_i) - log p(y_i | 0)``: the model's log-probability of each canary's
+    label, less that of the same label at the all-zero input (black-box queries only). The
+    difference removes what all canaries of a label share (the bias, the class balance), so
+    that what is left is each canary's own trace."""
     import torch
 
     model.eval()
     with torch.no_grad():
-        out = model(torch.as_tensor(X, dtype=torch.float32))
-        logp = torch.log_softmax(out, dim=1)  # log-probabilities pass through unchanged
-    return logp[np.arange(y.size), torch.as_tensor(y)].numpy().astype(float)
+        x = torch.as_tensor(np.concatenate([Xc, np.zeros_like(Xc[:1])]), dtype=torch.float32)
+        logp = torch.log_softmax(model(x), dim=1).numpy().astype(float)  # log-probs unchanged
+    return logp[np.arange(yc.size), yc] - logp[-1, yc]
 
 
 def _check_guesses(n_guesses, m: int) -> int:
@@ -197,7 +202,7 @@ def audit_training(
 
         options.setdefault("show_progress", False)
     model, report = trainer(model_fn(), (X_all, y_all), **options)
-    scores = _label_log_probabilities(model, Xc, yc)
+    scores = _canary_scores(model, Xc, yc.astype(np.int64))
     order = np.argsort(scores, kind="stable")
     k = r // 2
     v = int(included[order[-k:]].sum() + (~included[order[:k]]).sum())

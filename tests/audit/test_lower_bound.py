@@ -168,7 +168,7 @@ def test_vector_outputs_use_projections_and_classifiers():
         return np.asarray(data) + laplace_noise(0.5, size=(seeds.size, 3), random_state=rng)
 
     res = epsilon_lower_bound(
-        None, np.zeros(3), np.ones(3), n_samples=4000, random_state=0, release_batch=release_batch
+        None, np.zeros(3), np.ones(3), n_samples=2000, random_state=0, release_batch=release_batch
     )
     assert 2.0 < res.epsilon <= 6.0, res  # true ε: 3 coordinates × (1 / 0.5)
 

@@ -12,8 +12,8 @@ and one Clopper–Pearson test is valid. Scores:
 * a histogram likelihood-ratio classifier on each of these scalars (one bin per value for
   discrete outputs, quantile bins otherwise), as in DP-Sniper (Bichsel et al. 2021), whose
   thresholds give unions of bins, not only half-lines;
-* for vector outputs, a joint histogram over the distinct output vectors (when they are few)
-  and a k-nearest-neighbour likelihood-ratio estimate (low dimensions).
+* for vector outputs, a joint histogram over the distinct output vectors when they are few,
+  else a Gaussian (quadratic discriminant) likelihood ratio.
 
 The choice maximises the bound that the select part's own counts give.
 Everything is deterministic given the draws.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpuq.audit.bounds import epsilon_from_counts
+from dpuq.audit.bounds import clopper_pearson
 
 __all__ = ["Event", "choose_event", "output_features"]
 
@@ -35,7 +35,6 @@ MAX_THRESHOLDS = 256
 MAX_HISTOGRAM_VALUES = 64
 QUANTILE_BINS = 32
 MAX_JOINT_VALUES = 256
-KNN_MAX_DIM = 8
 
 
 def output_features(outputs: list, name: str = "release") -> np.ndarray:
@@ -148,18 +147,23 @@ def _joint_histogram(a: np.ndarray, b: np.ndarray) -> _Score | None:
     return _Score(f"joint histogram likelihood ratio ({values.shape[0]} values)", score)
 
 
-def _knn(a: np.ndarray, b: np.ndarray) -> _Score:
-    from sklearn.neighbors import KNeighborsClassifier
+def _quadratic(a: np.ndarray, b: np.ndarray) -> _Score:
+    """Gaussian (quadratic discriminant) log-likelihood ratio of D vs D' fitted per side."""
 
-    mu = np.vstack([a, b]).mean(0)
-    sd = np.maximum(np.vstack([a, b]).std(0), 1e-12)
-    k = int(max(5, min(200, np.sqrt(a.shape[0] + b.shape[0]))))
-    clf = KNeighborsClassifier(n_neighbors=k).fit(
-        (np.vstack([a, b]) - mu) / sd, np.r_[np.ones(a.shape[0]), np.zeros(b.shape[0])]
-    )
-    return _Score(
-        f"{k}-nearest-neighbour likelihood ratio", lambda x: clf.predict_proba((x - mu) / sd)[:, -1]
-    )
+    def fit(x: np.ndarray):
+        cov = np.atleast_2d(np.cov(x, rowvar=False))
+        cov = cov + (1e-9 * max(float(np.trace(cov)), 1e-12) + 1e-12) * np.eye(x.shape[1])
+        return x.mean(0), np.linalg.inv(cov), np.linalg.slogdet(cov)[1]
+
+    (ma, ia, la), (mb, ib, lb) = fit(a), fit(b)
+
+    def score(x: np.ndarray) -> np.ndarray:
+        da, db = x - ma, x - mb
+        qa = np.einsum("ij,jk,ik->i", da, ia, da)
+        qb = np.einsum("ij,jk,ik->i", db, ib, db)
+        return 0.5 * (qb - qa) + 0.5 * (lb - la)
+
+    return _Score("quadratic discriminant likelihood ratio", score)
 
 
 def _scores(a: np.ndarray, b: np.ndarray) -> list[_Score]:
@@ -174,9 +178,30 @@ def _scores(a: np.ndarray, b: np.ndarray) -> list[_Score]:
         joint = _joint_histogram(a, b)
         if joint is not None:
             scores.append(joint)
-        elif dim <= KNN_MAX_DIM:
-            scores.append(_knn(a, b))
+        else:
+            scores.append(_quadratic(a, b))
     return scores
+
+
+def _log_ratios(counts_a, n_a: int, counts_b, n_b: int, confidence: float, delta: float):
+    """The bound of every event ``(upper, swapped)`` at every threshold, from the counts of
+    ``s >= t`` (Clopper–Pearson is symmetric: the bounds of the complement ``s < t`` are
+    ``1 - hi`` and ``1 - lo``, so four quantile vectors serve all four events)."""
+    level = 1.0 - (1.0 - confidence) / 2.0
+    lo_a, hi_a = clopper_pearson(counts_a, n_a, level)
+    lo_b, hi_b = clopper_pearson(counts_b, n_b, level)
+    pairs = {
+        (True, False): (lo_a, hi_b),
+        (True, True): (lo_b, hi_a),
+        (False, False): (1.0 - hi_a, 1.0 - lo_b),
+        (False, True): (1.0 - hi_b, 1.0 - lo_a),
+    }
+    out = {}
+    for key, (num, den) in pairs.items():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eps = np.log((num - delta) / den)
+        out[key] = np.where(num > delta, np.maximum(np.nan_to_num(eps, nan=0.0), 0.0), 0.0)
+    return out
 
 
 def _best_threshold(sa: np.ndarray, sb: np.ndarray, confidence: float, delta: float):
@@ -184,26 +209,21 @@ def _best_threshold(sa: np.ndarray, sb: np.ndarray, confidence: float, delta: fl
 
     The bound is computed from the select part's own counts and sizes: its Clopper–Pearson
     widths penalise events seen a few times only (extrapolating the frequencies to the larger
-    estimation part would favour them, and they rarely hold up)."""
+    estimation part would favour them, and they rarely hold up). Ties (all 0 when the select
+    part is small) go to the larger bound at 50% confidence."""
     pooled = np.unique(np.concatenate([sa, sb]))
     if pooled.size > MAX_THRESHOLDS:
         pooled = np.unique(np.quantile(pooled, np.linspace(0, 1, MAX_THRESHOLDS)))
-    ra, rb = np.sort(sa), np.sort(sb)
-    below_a = np.searchsorted(ra, pooled, side="left") / sa.size  # P[s < t]
-    below_b = np.searchsorted(rb, pooled, side="left") / sb.size
+    at_least_a = sa.size - np.searchsorted(np.sort(sa), pooled, side="left")  # #{s >= t}
+    at_least_b = sb.size - np.searchsorted(np.sort(sb), pooled, side="left")
+    main = _log_ratios(at_least_a, sa.size, at_least_b, sb.size, confidence, delta)
+    ties = _log_ratios(at_least_a, sa.size, at_least_b, sb.size, 0.5, 0.0)
     best = (-1.0, float(pooled[0]), True, False)
-    for upper in (True, False):
-        pa = 1.0 - below_a if upper else below_a
-        pb = 1.0 - below_b if upper else below_b
-        for swapped in (False, True):
-            p, q = (pb, pa) if swapped else (pa, pb)
-            k, k2 = p * sa.size, q * sb.size
-            eps = epsilon_from_counts(k, sa.size, k2, sb.size, confidence=confidence, delta=delta)
-            # ties (all 0 when the select part is small) go to the larger bound at 50%
-            eps = eps + 1e-6 * epsilon_from_counts(k, sa.size, k2, sb.size, confidence=0.5)
-            i = int(np.argmax(eps))
-            if eps[i] > best[0]:
-                best = (float(eps[i]), float(pooled[i]), upper, swapped)
+    for key, eps in main.items():
+        eps = eps + 1e-6 * ties[key]
+        i = int(np.argmax(eps))
+        if eps[i] > best[0]:
+            best = (float(eps[i]), float(pooled[i]), *key)
     return best
 
 

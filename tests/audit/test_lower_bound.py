@@ -212,3 +212,18 @@ def test_generators_change_one_record_and_leave_the_input_alone():
         assert np.sum(np.any(pair.data != pair.neighbour, axis=1)) == 1
     for losses in worst_case_data("losses", 8, m=5):
         assert np.all(np.diff(losses, axis=1) <= 0) and np.all(losses[:, -1] == 0)
+
+
+def test_a_release_that_edits_its_input_in_place_gets_fresh_data_every_draw():
+    """Regression: the same object handed to every call let one draw's in-place edit change
+    the data set of the next ones."""
+
+    def zero_it(data, seed):
+        value = float(np.mean(data))
+        data[:] = 0.0  # hostile: edits its input
+        return value
+
+    res = epsilon_lower_bound(
+        zero_it, np.full(5, 1.0), np.full(5, 0.8), n_samples=100, random_state=0
+    )
+    assert res.counts[0] == 50 and res.counts[2] == 0  # every draw saw its own data set

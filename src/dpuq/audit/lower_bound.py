@@ -16,6 +16,7 @@ a lower bound, not an estimate of ε. See docs/audit.md.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -88,13 +89,16 @@ def _check_samples(n_samples) -> int:
 
 
 def draw_outputs(release, data, seeds: np.ndarray, release_batch=None) -> np.ndarray:
-    """The release's outputs on ``data`` for each seed, as a float array (n, k)."""
+    """The release's outputs on ``data`` for each seed, as a float array (n, k).
+
+    Every call gets a fresh copy of ``data``: a release that edits its input in place must
+    not change what the next draws see (that would audit another data set)."""
     if release_batch is not None:
-        out = np.asarray(release_batch(data, seeds.copy()), dtype=float)
+        out = np.asarray(release_batch(copy.deepcopy(data), seeds.copy()), dtype=float)
         if out.shape[:1] != seeds.shape:
             raise ValueError("release_batch must return one output per seed (first axis)")
         return out.reshape(seeds.size, -1)
-    return output_features([release(data, int(s)) for s in seeds])
+    return output_features([release(copy.deepcopy(data), int(s)) for s in seeds])
 
 
 def _resolve_neighbour(data, neighbour):

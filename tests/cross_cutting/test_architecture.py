@@ -19,7 +19,14 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # Layers that a privacy-critical module must never reach (directly or through others):
 # privacy arguments must be checkable without reading the application around them.
 PRIVACY_CRITICAL = "dpuq.mechanisms"
-APPLICATION = ("dpuq.experiments", "dpuq.commands", "dpuq.plotting", "dpuq.reporting", "dpuq.cli")
+APPLICATION = (
+    "dpuq.experiments",
+    "dpuq.audit",
+    "dpuq.commands",
+    "dpuq.plotting",
+    "dpuq.reporting",
+    "dpuq.cli",
+)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -171,8 +178,9 @@ LAYERS = (
     ("conformal", "inference"),
     # evaluation and the package's own face
     ("metrics", "plotting", "reporting", "dpuq"),
-    # applications
-    ("experiments",),
+    # applications: paper reproductions, and the auditor (it calls releases; nothing
+    # privacy-critical imports it)
+    ("experiments", "audit"),
     # command line
     ("commands",),
     # entry point

@@ -18,6 +18,7 @@ COMMANDS = [
     "temperature",
     "online",
     "budget",
+    "audit",
 ]
 
 

@@ -37,7 +37,7 @@ DRAW_METHODS = {
     "standard_exponential", "gumbel", "laplace", "bytes", "hypergeometric", "gamma", "beta",
 }  # fmt: skip
 #: the charge, and the one helper that checks ``random_state``, charges and hands out the generator
-CHARGING = ("ledger.charge", "mechanisms.randomness.release_generator")
+CHARGING = ("privacy.ledger.charge", "mechanisms.randomness.release_generator")
 
 
 class _Module:

@@ -495,13 +495,17 @@ def test_the_walk_finds_a_bypass(tmp_path, monkeypatch):
     charge, one that forges someone else's charge, and one behind an import alias."""
     pkg = tmp_path / "fakepkg"
     (pkg / "mechanisms").mkdir(parents=True)
+    (pkg / "privacy").mkdir()
     files = {
         "__init__.py": "from fakepkg.api import honest, leaky\n",
-        "ledger.py": "CALLER_CHARGED = object()\ndef charge(ledger, dataset, cost):\n    pass\n",
+        "privacy/__init__.py": "",
+        "privacy/ledger.py": (
+            "CALLER_CHARGED = object()\ndef charge(ledger, dataset, cost):\n    pass\n"
+        ),
         "mechanisms/__init__.py": "",
         "mechanisms/sampler.py": "def draw(rng):\n    return rng.integers(3)\n",
         "api.py": """
-            from fakepkg.ledger import CALLER_CHARGED, charge
+            from fakepkg.privacy.ledger import CALLER_CHARGED, charge
             from fakepkg.mechanisms import sampler as s
 
             def honest(x, rng, ledger=None):

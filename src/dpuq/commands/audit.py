@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import json
 import re
@@ -120,10 +121,12 @@ def _command_release(template: str, field: str | None, suffix: str, folder: Path
     """A release(data, seed) that runs ``template`` with the data saved to a file."""
     if "{data}" not in template or "{seed}" not in template:
         raise ValueError("--command must contain {data} and {seed}")
-    saved: dict[int, Path] = {}
+    saved: dict[tuple, Path] = {}
 
     def release(data, seed):
-        key = id(data)
+        # keyed by content: every draw gets a fresh copy of its data set, and id() is reused
+        arr = np.ascontiguousarray(data)
+        key = (arr.dtype.str, arr.shape, hashlib.sha256(arr.tobytes()).hexdigest())
         if key not in saved:
             saved[key] = _save(data, folder, suffix, f"data{len(saved)}")
         argv = [

@@ -61,6 +61,8 @@ def inputs(x: np.ndarray, how: str) -> np.ndarray:
         return 2 * flat - 1
     if how == "scatter":
         return scatter_features(x)
+    if how == "pixels+scatter":  # both, each of unit scale per example
+        return np.concatenate([flat, scatter_features(x) / np.sqrt(9.0)], axis=1)
     raise ValueError(how)
 
 

@@ -104,27 +104,23 @@ def model_family(n_train: int, side: int, epsilon: float) -> tuple[str, str]:
     """The demo's model family from public quantities (N, image side, ε) and the reason.
 
     :func:`dpuq.training.features.choose_model_family` (Tramèr and Boneh 2021) picks fixed
-    features + a linear head for small ``N·ε``. The fixed features are scattering features for
-    images larger than 16 pixels; for smaller ones the scattering filters (9×9 at the first
-    scale) are larger than the image, so the pixels themselves are the fixed features.
+    features + a linear head below ``N·ε = 500,000``; the features are
+    :func:`dpuq.training.features.fixed_features` (second-order scattering; for images under
+    16 pixels the pixels beside one-scale scattering).
     """
-    from dpuq.training.features import choose_model_family
+    from dpuq.training.features import SMALL_IMAGE_SIDE, choose_model_family
 
     family, why = choose_model_family(n_train, epsilon)
-    if family == "features" and side <= 16:
-        return "pixels", why.replace(
-            "fixed scattering features", f"the {side}×{side} pixels as fixed features"
-        ) + f" (scattering filters are larger than {side}-pixel images)"
+    if family == "features" and side < SMALL_IMAGE_SIDE:
+        why += f" (a {side}×{side} image: its pixels beside one-scale scattering features)"
     return family, why
 
 
 def _inputs(family: str, x: np.ndarray) -> np.ndarray:
-    from dpuq.training.features import scatter_features
+    from dpuq.training.features import fixed_features
 
-    if family == "pixels":
-        return np.asarray(x.reshape(len(x), -1), dtype=np.float32)
     if family == "features":
-        return scatter_features(x)
+        return fixed_features(x)
     return np.asarray(x[:, None], dtype=np.float32)
 
 

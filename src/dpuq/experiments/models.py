@@ -64,8 +64,13 @@ def train_three_ways(
     seed: int = 0,
     show_progress: bool = True,
     quick: bool = False,
+    training_runs: int = 3,
 ) -> list[TrainedModel]:
     """Train non-private, DP-SGD and DP-SGLD models; return their outputs on ``x_eval``.
+
+    Each private model is trained ``training_runs`` times (seeds ``[seed, i, r]``): the first
+    run is the model returned; every run's outputs on ``x_eval`` are in
+    ``info["run probs"]`` so that the caller can show how much one random run can vary.
 
     Parameters
     ----------
@@ -83,7 +88,12 @@ def train_three_ways(
     show_progress : bool
     quick : bool
         Fewer epochs (a smoke test).
+    training_runs : int, default 3
+        Trainings of each private model (the spread of a random run; issue 35).
     """
+    from dpuq._validation import check_positive_int
+
+    runs = check_positive_int(training_runs, "training_runs")
     try:
         import opacus  # noqa: F401
         import torch  # noqa: F401
@@ -96,8 +106,9 @@ def train_three_ways(
         why = "dpuq.training (DP-SGD, DP-SGLD) is not in this version"
         return [_sklearn_fallback(x_train, y_train, x_eval, n_classes, seed, why)]
     return _train_torch(
-        x_train, y_train, x_eval, n_classes, epsilon, delta, epochs, seed, show_progress, quick
-    )
+        x_train, y_train, x_eval, n_classes, epsilon, delta, epochs, seed, show_progress, quick,
+        runs,
+    )  # fmt: skip
 
 
 def model_family(n_train: int, side: int, epsilon: float) -> tuple[str, str]:
@@ -125,8 +136,9 @@ def _inputs(family: str, x: np.ndarray) -> np.ndarray:
 
 
 def _train_torch(
-    x_train, y_train, x_eval, n_classes, epsilon, delta, epochs, seed, show_progress, quick
-) -> list[TrainedModel]:
+    x_train, y_train, x_eval, n_classes, epsilon, delta, epochs, seed, show_progress, quick,
+    training_runs=1,
+) -> list[TrainedModel]:  # fmt: skip
     import torch
 
     side = int(x_train.shape[-1])
@@ -148,35 +160,41 @@ def _train_torch(
         ]
         models = []
         for i, (name, kwargs) in enumerate(runs):
-            torch.manual_seed(seed + i)
-            if family == "cnn":
-                from dpuq.training import small_cnn
-
-                net = small_cnn(n_classes, image_size=side)
-            else:
-                net = torch.nn.Linear(xt.shape[1], n_classes)
             extra = {}
             if epochs is not None:
                 extra["epochs"] = float(epochs)
             elif quick and family == "cnn":
                 extra["epochs"] = 2.0
-            models.append(
-                _run_one(name, net, (xt, yt), xe, kwargs, extra, seed, i, show_progress,
-                         family, why)
-            )  # fmt: skip
+            repeats = []
+            for r in range(1 if name == NOT_PRIVATE else training_runs):
+                torch.manual_seed(seed + i + 1000 * r)
+                if family == "cnn":
+                    from dpuq.training import small_cnn
+
+                    net = small_cnn(n_classes, image_size=side)
+                else:
+                    net = torch.nn.Linear(xt.shape[1], n_classes)
+                # the switch to dpuq.DPClassifier (issue 35, item 1) goes here and in _run_one
+                repeats.append(
+                    _run_one(name, net, (xt, yt), xe, kwargs, extra, seed, i, show_progress,
+                             family, why, r)
+                )  # fmt: skip
+            first = repeats[0]
+            first.info["run probs"] = [m.probs for m in repeats]
+            models.append(first)
     finally:
         torch.set_num_threads(threads)
     return models
 
 
-def _run_one(name, net, data, xe, kwargs, extra, seed, i, show_progress, family, why):
+def _run_one(name, net, data, xe, kwargs, extra, seed, i, show_progress, family, why, r=0):
     from dpuq.training import predict_proba, train_classifier
 
     start = time.perf_counter()
     net, report = train_classifier(
         net,
         data,
-        random_state=np.random.default_rng([seed, i]),
+        random_state=np.random.default_rng([seed, i] if r == 0 else [seed, i, r]),
         show_progress=show_progress,
         ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
         **kwargs,

@@ -118,13 +118,13 @@ def compare(names) -> None:
             feat_s = time.perf_counter() - start
             k = int(max(ytr.max(), yte.max())) + 1
             runs = {
-                "Opacus tutorial loop": lambda: opacus_tutorial(ftr, ytr, k, seed),
-                "dpuq DP-SGD (auto)": lambda: dpuq_auto(ftr, ytr, k, seed, "dpsgd"),
-                "dpuq DP-SGLD (auto)": lambda: dpuq_auto(ftr, ytr, k, seed, "dpsgld"),
+                "Opacus tutorial loop": (opacus_tutorial, ()),
+                "dpuq DP-SGD (auto)": (dpuq_auto, ("dpsgd",)),
+                "dpuq DP-SGLD (auto)": (dpuq_auto, ("dpsgld",)),
             }
-            for label, run in runs.items():
+            for label, (fn, extra) in runs.items():
                 start = time.perf_counter()
-                predict, steps = run()
+                predict, _ = fn(ftr, ytr, k, seed, *extra)
                 secs.setdefault(label, []).append(time.perf_counter() - start)
                 acc.setdefault(label, []).append(float(np.mean(predict(fte) == yte)))
         print(f"{name} (N = {len(ytr)}, test {len(yte)}, d = {ftr.shape[1]}, features "
@@ -150,7 +150,8 @@ def features() -> None:
             wall.append(time.perf_counter() - w)
             cpu.append(time.process_time() - c)
         print(f"scatter_features, 20,000 images 28×28, {threads} thread(s): wall "
-              f"{statistics.median(wall):.1f} s, CPU {statistics.median(cpu):.1f} s (median of 3)")  # fmt: skip
+              f"{statistics.median(wall):.1f} s, CPU {statistics.median(cpu):.1f} s "
+              "(median of 3)")  # fmt: skip
     torch.set_num_threads(1)
 
 

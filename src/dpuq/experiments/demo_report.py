@@ -11,9 +11,9 @@ from dpuq.experiments.demo_results import (
     TABLE_HEADER,
     format_demo,
     gap_text,
-    spread_text,
     model_choice_text,
     privacy_text,
+    spread_text,
     table_rows,
 )
 from dpuq.reporting import markdown_table, write_experiment
@@ -307,8 +307,7 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
             f"(about {round(100 * result.config.alpha)} in 100 may)."
         ),
         caveats=_caveats(result),
-        summary=_summary(result)
-        + [t for t in (gap_text(result), spread_text(result)) if t],
+        summary=_summary(result) + [t for t in (gap_text(result), spread_text(result)) if t],
         table_notes=_table_notes(),
         privacy_intro=_privacy_intro(result),
         glossary=_glossary(),

@@ -31,6 +31,7 @@ Sets: ``fashion-mnist`` (Debian ``dataset-fashion-mnist``; a 10,000-image traini
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -38,7 +39,8 @@ import warnings
 
 import numpy as np
 
-EPS, DELTA, RELATION, SEEDS = 3.0, 1e-5, "add/remove-one", (0, 1, 2)
+EPS, DELTA, RELATION = 3.0, 1e-5, "add/remove-one"
+SEEDS = tuple(range(int(os.environ.get("BENCH_SEEDS", "3"))))  # a loaded machine: fewer
 
 
 def load(name: str, seed: int):
@@ -141,17 +143,18 @@ def features() -> None:
     from dpuq.training.features import scatter_features, synthetic_images
 
     x, _ = synthetic_images(20_000, side=28, seed=0)
-    for threads in (1, 2):
+    repeats = int(os.environ.get("BENCH_REPEATS", "3"))
+    for threads in (1, 2)[: int(os.environ.get("BENCH_MAX_THREADS", "2"))]:
         torch.set_num_threads(threads)
         wall, cpu = [], []
-        for _ in range(3):
+        for _ in range(repeats):
             w, c = time.perf_counter(), time.process_time()
             scatter_features(x)
             wall.append(time.perf_counter() - w)
             cpu.append(time.process_time() - c)
         print(f"scatter_features, 20,000 images 28×28, {threads} thread(s): wall "
               f"{statistics.median(wall):.1f} s, CPU {statistics.median(cpu):.1f} s "
-              "(median of 3)")  # fmt: skip
+              f"(median of {repeats})")  # fmt: skip
     torch.set_num_threads(1)
 
 

@@ -31,6 +31,7 @@ Sets: ``fashion-mnist`` (Debian ``dataset-fashion-mnist``; a 10,000-image traini
 
 from __future__ import annotations
 
+import logging
 import os
 import statistics
 import sys
@@ -129,6 +130,8 @@ def compare(names) -> None:
                 predict, _ = fn(ftr, ytr, k, seed, *extra)
                 secs.setdefault(label, []).append(time.perf_counter() - start)
                 acc.setdefault(label, []).append(float(np.mean(predict(fte) == yte)))
+                logging.info("%s seed %d %s: %.3f, %.0f s (features %.0f s)", name, seed,
+                             label, acc[label][-1], secs[label][-1], feat_s)  # fmt: skip
         print(f"{name} (N = {len(ytr)}, test {len(yte)}, d = {ftr.shape[1]}, features "
               f"{feat_s:.0f} s)")  # fmt: skip
         for label in acc:
@@ -221,6 +224,7 @@ if __name__ == "__main__":
     import torch
 
     warnings.filterwarnings("ignore")
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # each run as it finishes
     torch.set_num_threads(1)
     args = sys.argv[1:] or ["compare"]
     if "features" in args:

@@ -125,7 +125,10 @@ def compare(names) -> None:
                 "dpuq DP-SGD (auto)": (dpuq_auto, ("dpsgd",)),
                 "dpuq DP-SGLD (auto)": (dpuq_auto, ("dpsgld",)),
             }
+            only = os.environ.get("BENCH_RUNS")  # e.g. "DP-SGLD": a subset, in parallel
             for label, (fn, extra) in runs.items():
+                if only and only not in label:
+                    continue
                 start = time.perf_counter()
                 predict, _ = fn(ftr, ytr, k, seed, *extra)
                 secs.setdefault(label, []).append(time.perf_counter() - start)

@@ -113,7 +113,10 @@ def observe(fn: Callable[[], Any], workdir: Path) -> Observed:
     outcome, exception = None, None
     with (
         warnings.catch_warnings(record=True) as caught,
-        mock.patch.object(logging.Logger, "isEnabledFor", lambda self, level: True),
+        # every level, except what logging.disable turned off for every logger and handler
+        mock.patch.object(
+            logging.Logger, "isEnabledFor", lambda self, level: level > self.manager.disable
+        ),
         mock.patch.object(logging.Logger, "handle", handle),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
@@ -121,7 +124,9 @@ def observe(fn: Callable[[], Any], workdir: Path) -> Observed:
         warnings.simplefilter("always")
         try:
             outcome = fn()
-        except Exception as exc:  # an exception is an observable
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # an exception is an observable (SystemExit too)
             exception = (type(exc).__name__, str(exc))
     files = {}
     for name, data in _snapshot(workdir).items():

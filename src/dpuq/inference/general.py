@@ -29,9 +29,10 @@ with a subsample-and-aggregate point estimate.
    smaller than ``sd_b/sqrt(s)`` at small ``b`` for ratio-type estimators; in simulations of
    an OLS slope with heteroscedastic errors (n = 5000, ε = 1, s = 200) the BLB's standard
    error was 21 % short.) ``clamp`` is the projection on the
-   public ``statistic_bounds``; a call that
-   fails (``ValueError``, ``ArithmeticError``, ``LinAlgError``) or returns a non-finite value
-   counts as the centre of the bounds. Warnings raised inside ``f`` are silenced.
+   public ``statistic_bounds``; a call that raises (any ``BaseException`` but
+   ``KeyboardInterrupt``) or returns a non-finite value counts as the centre of the bounds.
+   Each call gets its own weight array and read-only rows; ``f``'s warnings, output and log
+   records are swallowed (:mod:`dpuq.inference._subsets`).
 3. Released, per coordinate (each a private location over public candidates, then a mean
    clamped to a window around it, :func:`dpuq.inference.aggregation.private_clamped_mean`):
    the spread ``sd_b = exp(mean log sd_k)`` and then the estimate ``θ̃`` (mean of the
@@ -140,6 +141,8 @@ MAX_CANDIDATES = 10_001
 LOCATION_BETA = 0.05
 #: Smallest subset the automatic number of subsets allows.
 MIN_AUTO_SUBSET = 20
+#: Groups of the delete-a-group jackknife that bias-corrects each subset's estimate.
+JACKKNIFE_GROUPS = 10
 
 
 # --- inputs -------------------------------------------------------------------------------------
@@ -319,14 +322,16 @@ def private_statistic_interval(
     estimate_share: float = ESTIMATE_SHARE,
     vectorized: bool = False,
     resample_size: str = "subset",
+    bias_correction: bool = True,
     name: str | None = None,
     rng: np.random.Generator,
     charge_cost: Callable[[float], None] = lambda eps: None,
 ) -> ConfidenceInterval | tuple[ConfidenceInterval, ...]:
     """The interval of the module docstring (called by :func:`dpuq.private_confidence_interval`).
 
-    ``charge_cost(epsilon)`` runs after every setting is validated and before any noise or
-    any call of ``statistic``. Returns one :class:`ConfidenceInterval` for scalar
+    ``charge_cost(epsilon)`` runs after every setting is validated and after the subsets'
+    (unreleased) summaries, before any noise: a ``KeyboardInterrupt`` while ``statistic``
+    runs aborts with nothing charged and nothing released. Returns one :class:`ConfidenceInterval` for scalar
     ``statistic_bounds``, else a tuple with one per coordinate, each carrying the call's
     privacy report (its ε is the call's total).
     """
@@ -336,6 +341,8 @@ def private_statistic_interval(
         raise TypeError(f"vectorized must be True or False, got {vectorized!r}")
     if resample_size not in ("n", "subset"):
         raise ValueError(f"resample_size must be 'n' or 'subset', got {resample_size!r}")
+    if not isinstance(bias_correction, bool | np.bool_):
+        raise TypeError(f"bias_correction must be True or False, got {bias_correction!r}")
     if method not in ("ensemble", "subsampling"):
         raise ValueError(
             f"method must be 'ensemble' or 'subsampling' for a callable statistic, got {method!r}"
@@ -362,23 +369,25 @@ def private_statistic_interval(
             0.0, method, n, s, tt, p, share, (n // s) if method == "ensemble" else 0, n // s,
             "nothing was computed from the data (the data-free bound above); cost 0"))  # fmt: skip
     tt_run = tt if method == "ensemble" else 1
+    groups = min(JACKKNIFE_GROUPS, (n // s) // 2) if bias_correction else 0
     check_work(  # the same cap subset_summaries applies, checked before the charge
-        s * tt_run * (n // s),
+        s * (tt_run + groups) * (n // s),
         f"n_subsets x n_resamples x subset size = {s:,} x {tt_run:,} x {n // s:,}",
         "use fewer resamples (n_resamples)",
     )
-    charge_cost(eps)
-    summ = subset_summaries(
+    summ = subset_summaries(  # unreleased; before the charge, so an interrupt charges nothing
         x,
         statistic,
         lo,
         hi,
         n_subsets=s,
-        n_resamples=tt if method == "ensemble" else 1,
+        n_resamples=tt_run,
         vectorized=vectorized,
         rng=rng,
         resample_size=resample_size,
+        jackknife_groups=groups,
     )
+    charge_cost(eps)
     b, e_coord = summ.subset_size, eps / p
     rows = []
     for j in range(p):  # coordinates (a handful): each gets eps / p

@@ -305,7 +305,7 @@ def run_cell(pop: str, stat: str, *, reps: int, n: int = 5000, epsilon: float = 
     hits, widths, ratios, informative = [], [], [], []
     for r in range(reps):
         sample = t[rng.integers(0, t.shape[0], size=n)]
-        ci = private_interval(c, sample, epsilon, np.random.default_rng(key + [r]), **kw)
+        ci = private_interval(c, sample, epsilon, np.random.default_rng([*key, r]), **kw)
         hits.append(ci.lower <= c.truth <= ci.upper)
         widths.append(ci.upper - ci.lower)
         informative.append(ci.informative)
@@ -321,6 +321,6 @@ def run_cell(pop: str, stat: str, *, reps: int, n: int = 5000, epsilon: float = 
         "coverage": cov,
         "se": math.sqrt(max(cov * (1 - cov), 1.0 / reps) / reps),
         "width": float(np.median(widths)),
-        "ratio": float(np.median(ratios)),
+        "ratio": float(np.median(ratios)) if ratios else float("nan"),
         "informative": float(np.mean(informative)),
     }

@@ -24,6 +24,7 @@ import logging
 import math
 import warnings
 from collections.abc import Callable, Iterator
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -95,6 +96,85 @@ def isolated_calls() -> Iterator[None]:
             yield
     finally:
         logging.disable(previous)
+
+
+# --- public settings (data-free) -----------------------------------------------------------------
+
+#: Candidates of the ``log sd`` median: step and span below the bounds' width.
+LOG_SD_STEP, LOG_SD_SPAN = 0.25, math.log(1e6)
+#: Smallest subset the automatic number of subsets allows.
+MIN_AUTO_SUBSET = 20
+
+
+def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(lo, hi, scalar)``: public bounds of f's output, arrays of shape ``(p,)``."""
+    try:
+        lo, hi = statistic_bounds
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"statistic_bounds must be a pair (lower, upper), got {statistic_bounds!r}"
+        ) from None
+    scalar = all(isinstance(v, Real | np.floating | np.integer) for v in (lo, hi))
+    try:
+        lo_a = np.atleast_1d(np.asarray(lo, dtype=float))
+        hi_a = np.atleast_1d(np.asarray(hi, dtype=float))
+    except (TypeError, ValueError):
+        raise TypeError("statistic_bounds must hold numbers or 1-d arrays of numbers") from None
+    if lo_a.ndim != 1 or lo_a.shape != hi_a.shape or lo_a.size == 0:
+        raise ValueError("statistic_bounds must be two numbers or two 1-d arrays of one length")
+    if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
+        raise ValueError("statistic_bounds must be finite")
+    if not np.all(lo_a < hi_a):
+        raise ValueError("statistic_bounds must satisfy lower < upper in every coordinate")
+    return lo_a, hi_a, scalar
+
+
+def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) -> float:
+    """Bound on the probability that a private location lands on a candidate whose window
+    holds none of the ``s`` values, when some window holds half of them: ``G exp(-ε s / 4)``.
+
+    The exponential mechanism (sensitivity 1) weighs a candidate by ``exp(ε u / 2)``; the
+    location the values cluster at has ``u >= s/2`` when at least half of them lie in its
+    window, and each of the ``G`` candidates with ``u = 0`` then has probability at most
+    ``exp(-ε s / 4)``. A function of public quantities only (``G``, ε, ``s``).
+
+    Examples
+    --------
+    >>> round(location_failure_bound(56, 0.15, 200), 4)
+    0.031
+    """
+    return float(n_candidates * math.exp(-epsilon * n_subsets / 4.0))
+
+
+def _log_sd_grid(lo: float, hi: float) -> np.ndarray:
+    top = math.log(hi - lo)
+    return np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
+
+
+def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
+    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(200/ε))``, at most ``n // 20`` (at least 1).
+
+    The estimate's noise against its standard error is about ``7/(ε sqrt(s))`` and each
+    private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
+    at least 20 rows keep the subset estimates' bias small. Data-independent.
+    """
+    if isinstance(n_subsets, str):
+        if n_subsets != "auto":
+            raise ValueError(f"n_subsets must be 'auto' or an integer >= 1, got {n_subsets!r}")
+        s = max(math.floor(math.sqrt(n / epsilon)), math.ceil(200.0 / epsilon))
+        s = max(1, min(s, n // MIN_AUTO_SUBSET))
+    elif isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
+        raise TypeError(f"n_subsets must be 'auto' or an integer, got {n_subsets!r}")
+    else:
+        s = int(n_subsets)
+        if s < 1:
+            raise ValueError(f"n_subsets must be an integer >= 1, got {s}")
+    if n < 2 * s:
+        raise ValueError(
+            f"n_subsets={s} needs n >= {2 * s} rows (2 per subset); x has n={n}. Use fewer "
+            "subsets or more data"
+        )
+    return s
 
 
 # --- the subsets' summaries (not private) -------------------------------------------------------

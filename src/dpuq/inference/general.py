@@ -17,8 +17,16 @@ with a subsample-and-aggregate point estimate.
    (``resample_size="n"``, the bag of little bootstraps).
 2. Per subset ``k``: ``θ_k = clamp(f(X_k, n/b))`` (every row weighted ``n/b``, so every call
    sees total weight ``n``, as the full data would: a penalised fit is penalised as on the
-   full data) and the standard deviation ``sd_k`` of the ``T`` values ``clamp(f(X_k, W_t))``,
-   which estimates the spread ``sd_b`` of one subset's estimate: BLB, ``sd_k sqrt(n/b)``
+   full data), bias-corrected by the delete-a-group jackknife on the subset's own rows
+   (``bias_correction=True``, the default; Smith 2011 corrects each block the same way): with
+   ``g = min(10, b // 2)`` groups of ``d = b // g`` rows and ``θ_(-j)`` the fit with group
+   ``j``'s weights set to 0 (the others ``n/(b - d)``), ``θ_k = clamp((b θ_k - (b - d)
+   mean_j θ_(-j)) / d)``. A bias ``a/b + O(1/b²)`` of ``f`` on ``b`` rows becomes
+   ``O(1/b²)`` (linear statistics are unchanged); without it the mean of ``s`` subset
+   estimates keeps the ``a/b`` bias while its standard error shrinks like ``1/sqrt(n)``, which
+   on real data took an OLS slope's coverage to 0.1 (issue 33). Then the standard deviation
+   ``sd_k`` of the ``T`` values ``clamp(f(X_k, W_t))``, which estimates the spread ``sd_b`` of one
+   subset's estimate: BLB, ``sd_k sqrt(n/b)``
    (``sd_k`` estimates the standard error at size ``n``); subset bootstrap,
    ``sd_k sqrt(b/(b-1))``. (Resamples of size ``n`` from ``b`` rows make a quantile's
    bootstrap law a lattice of the ``b`` values, whose spread says nothing about the sampling
@@ -45,9 +53,12 @@ with a subsample-and-aggregate point estimate.
    Laplace noise of ``θ̃`` (folded in exactly), intersected with ``statistic_bounds``.
 
 **Privacy** (replace-one, ``n`` public; ε-DP, δ = 0). Given the data-independent partition
-and weights, ``(θ_k, sd_k)`` is a function of subset ``k``'s rows only: ``f`` is called on
-those rows alone. Replacing one person changes one subset, hence at most one of the ``s``
-pairs, arbitrarily. The locations' utilities (counts of values in a window whose width is
+and weights (the jackknife's groups are fixed positions of the random partition: public),
+``(θ_k, sd_k)`` is a function of subset ``k``'s rows only: ``f`` is called on those rows
+alone, each call with its own weight array and read-only rows, and the jackknife combines
+that subset's calls only, clamped again. Replacing one person changes one subset, hence at
+most one of the ``s`` pairs, arbitrarily. The locations' utilities (counts of values in a window
+whose width is
 public or released before; for ``method="subsampling"``, rank counts) then move by at most 1
 (exponential mechanism, sensitivity 1); a mean of ``s`` values clamped to a window of
 half-width ``w`` fixed by earlier releases moves by at most ``2w/s`` (Laplace
@@ -66,12 +77,18 @@ whose presence depends on ``n``, ε, ``s`` and released values only), and when t
 before the data are touched (the spread's location) nothing is spent and the report says
 ε = 0.
 
-**Coverage** is asymptotic, not exact: it holds as ``n`` grows for statistics that are
-asymptotically normal at rate ``sqrt(n)`` (smooth functionals, M-estimators, quantiles of
-continuous laws, U-statistics such as the AUC), and the subset estimates' bias must be small
-against the standard error (``O(1/b)``: choose unbiased or nearly unbiased estimators; an
-unpenalised fit rather than a shrunken one). ``docs/general_intervals.md`` shows it on
-simulated samples.
+**Coverage** is asymptotic, not exact. Assumptions: ``f`` is asymptotically normal at rate
+``sqrt(n)`` (smooth functionals, M-estimators, U-statistics such as the AUC; quantiles of
+continuous laws); its bias on ``b`` rows has an expansion ``a/b + O(1/b²)`` (smooth
+functions of moments with finite fourth moments), so that after the jackknife the remaining
+``O(1/b²)`` is small against the standard error, i.e. ``n = o(b⁴)`` with ``s = n/b``
+subsets; and the subset bootstrap's spread at ``b`` rows estimates the spread of one
+subset's estimate. The last one is the weak point at small subsets (``b`` of a few tens) of
+heavy-tailed data: there the bootstrap spread is short and coverage falls below nominal
+(``docs/general_intervals.md``, the validity zoo); the report says so whenever
+``b < RELIABLE_SUBSET`` (public: ``n``, ε and ``s`` only). Statistics that are not defined
+on every small subset (a logistic fit with separation, an odds ratio with an empty cell)
+are clamped to the bounds there, which biases the aggregate.
 
 ``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the
 amplification by overlapping subsamples): three exponential-mechanism quantiles of the same
@@ -84,7 +101,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from numbers import Integral, Real
 
 import numpy as np
 
@@ -92,7 +108,11 @@ from dpuq._validation import check_epsilon, check_in_open_unit, check_work
 from dpuq.inference._data import UninformativeIntervalWarning
 from dpuq.inference._subsets import (
     SubsetSummaries,
+    _check_statistic_bounds,
+    _log_sd_grid,
     _rows,
+    location_failure_bound,
+    resolve_general_subsets,
     subset_summaries,
     weighted_quantile,
 )
@@ -132,91 +152,16 @@ KAPPA = 3.0
 LOCATE_HALF_WIDTH = 1.5
 #: Half-width of the clamping window of ``log sd_k`` (a factor 2 either side).
 LOG_SD_HALF_WIDTH = math.log(2.0)
-#: Candidates of the ``log sd`` median: step and span below the bounds' width.
-LOG_SD_STEP, LOG_SD_SPAN = 0.25, math.log(1e6)
 #: Most candidates of the estimate's private median (its step is ``sd_b / 2`` otherwise).
 MAX_CANDIDATES = 10_001
 #: Largest data-free bound on the probability that a private location misses the values
 #: (:func:`location_failure_bound`) at which an interval is still released.
 LOCATION_BETA = 0.05
-#: Smallest subset the automatic number of subsets allows.
-MIN_AUTO_SUBSET = 20
 #: Groups of the delete-a-group jackknife that bias-corrects each subset's estimate.
 JACKKNIFE_GROUPS = 10
-
-
-# --- inputs -------------------------------------------------------------------------------------
-
-
-def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(lo, hi, scalar)``: public bounds of f's output, arrays of shape ``(p,)``."""
-    try:
-        lo, hi = statistic_bounds
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"statistic_bounds must be a pair (lower, upper), got {statistic_bounds!r}"
-        ) from None
-    scalar = all(isinstance(v, Real | np.floating | np.integer) for v in (lo, hi))
-    try:
-        lo_a = np.atleast_1d(np.asarray(lo, dtype=float))
-        hi_a = np.atleast_1d(np.asarray(hi, dtype=float))
-    except (TypeError, ValueError):
-        raise TypeError("statistic_bounds must hold numbers or 1-d arrays of numbers") from None
-    if lo_a.ndim != 1 or lo_a.shape != hi_a.shape or lo_a.size == 0:
-        raise ValueError("statistic_bounds must be two numbers or two 1-d arrays of one length")
-    if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
-        raise ValueError("statistic_bounds must be finite")
-    if not np.all(lo_a < hi_a):
-        raise ValueError("statistic_bounds must satisfy lower < upper in every coordinate")
-    return lo_a, hi_a, scalar
-
-
-def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) -> float:
-    """Bound on the probability that a private location lands on a candidate whose window
-    holds none of the ``s`` values, when some window holds half of them: ``G exp(-ε s / 4)``.
-
-    The exponential mechanism (sensitivity 1) weighs a candidate by ``exp(ε u / 2)``; the
-    location the values cluster at has ``u >= s/2`` when at least half of them lie in its
-    window, and each of the ``G`` candidates with ``u = 0`` then has probability at most
-    ``exp(-ε s / 4)``. A function of public quantities only (``G``, ε, ``s``).
-
-    Examples
-    --------
-    >>> round(location_failure_bound(56, 0.15, 200), 4)
-    0.031
-    """
-    return float(n_candidates * math.exp(-epsilon * n_subsets / 4.0))
-
-
-def _log_sd_grid(lo: float, hi: float) -> np.ndarray:
-    top = math.log(hi - lo)
-    return np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
-
-
-def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
-    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(200/ε))``, at most ``n // 20`` (at least 1).
-
-    The estimate's noise against its standard error is about ``7/(ε sqrt(s))`` and each
-    private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
-    at least 20 rows keep the subset estimates' bias small. Data-independent.
-    """
-    if isinstance(n_subsets, str):
-        if n_subsets != "auto":
-            raise ValueError(f"n_subsets must be 'auto' or an integer >= 1, got {n_subsets!r}")
-        s = max(math.floor(math.sqrt(n / epsilon)), math.ceil(200.0 / epsilon))
-        s = max(1, min(s, n // MIN_AUTO_SUBSET))
-    elif isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
-        raise TypeError(f"n_subsets must be 'auto' or an integer, got {n_subsets!r}")
-    else:
-        s = int(n_subsets)
-        if s < 1:
-            raise ValueError(f"n_subsets must be an integer >= 1, got {s}")
-    if n < 2 * s:
-        raise ValueError(
-            f"n_subsets={s} needs n >= {2 * s} rows (2 per subset); x has n={n}. Use fewer "
-            "subsets or more data"
-        )
-    return s
+#: Below this subset size the report warns that coverage of nonlinear statistics on
+#: heavy-tailed data is not assured (a public quantity: ``b = n // s``).
+RELIABLE_SUBSET = 100
 
 
 # --- the releases -------------------------------------------------------------------------------
@@ -331,8 +276,9 @@ def private_statistic_interval(
 
     ``charge_cost(epsilon)`` runs after every setting is validated and after the subsets'
     (unreleased) summaries, before any noise: a ``KeyboardInterrupt`` while ``statistic``
-    runs aborts with nothing charged and nothing released. Returns one :class:`ConfidenceInterval` for scalar
-    ``statistic_bounds``, else a tuple with one per coordinate, each carrying the call's
+    runs aborts with nothing charged and nothing released. Returns one
+    :class:`ConfidenceInterval` for scalar ``statistic_bounds``, else a tuple with one per
+    coordinate, each carrying the call's
     privacy report (its ε is the call's total).
     """
     if not callable(statistic):
@@ -425,8 +371,18 @@ def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyR
             "epsilon_per_coordinate": eps / p,
             "estimate_share": share if method == "ensemble" else None,
         },
-        notes=(
-            "coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",
+        notes=("coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",)
+        + (
+            (
+                f"subsets of b = {b} rows (< {RELIABLE_SUBSET}): the jackknife removes the "
+                "O(1/b) bias, but on heavy-tailed data the bootstrap spread of a nonlinear "
+                "statistic at this size is short and coverage may fall below nominal "
+                "(docs/general_intervals.md); use more data or a larger epsilon",
+            )
+            if 0 < b < RELIABLE_SUBSET
+            else ()
+        )
+        + (
             f"each of the {p} coordinate(s) gets epsilon/{p}; intervals are marginal (pass "
             "alpha/p for simultaneous coverage by Bonferroni)",
         )

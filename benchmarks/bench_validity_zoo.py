@@ -84,12 +84,12 @@ def main() -> None:
         bc = not args.no_bias_correction
         for pop in args.populations:
             for stat in args.statistics:
-                kw = {} if stat in zoo.STRING else {"bias_correction": bc}
+                kw = {"bias_correction": bc} if stat in zoo.SMOOTH else {}
                 t0 = time.perf_counter()
                 r = zoo.run_cell(pop, stat, reps=args.reps, n=args.n, epsilon=args.epsilon,
                                  seed=args.seed, n_width=args.n_width, **kw)  # fmt: skip
                 r["seconds"] = (time.perf_counter() - t0) / args.reps
-                r["bias_correction"] = bc and stat not in zoo.STRING
+                r["bias_correction"] = bc and stat in zoo.SMOOTH
                 rows.append(r)
                 print(f"{pop} / {stat}: coverage {r['coverage']:.3f} ({r['se']:.3f}), "
                       f"× bootstrap {r['ratio']:.2f}", flush=True)  # fmt: skip

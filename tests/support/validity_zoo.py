@@ -59,6 +59,8 @@ STATISTICS = (
 )
 #: The string statistics run through dpuq's own estimators (not the general path).
 STRING = {"mean": "mean", "median": "median", "trimmed mean": "trimmed_mean"}
+#: The statistics the jackknife bias correction applies to (smooth; not the quantiles).
+SMOOTH = tuple(s for s in STATISTICS if s not in STRING and s != "90th percentile")
 
 
 # --------------------------------------------------------------------------- populations
@@ -264,7 +266,7 @@ def private_interval(c: Cell, sample: np.ndarray, epsilon: float, seed, **kw):
         if c.statistic == "90th percentile":
             return dpuq.private_confidence_interval(
                 sample[:, 0], statistic="quantile", quantile=0.9, bounds=c.bounds, alpha=ALPHA,
-                epsilon=epsilon, random_state=seed, **kw,
+                epsilon=epsilon, random_state=seed,
             )  # fmt: skip
         return dpuq.private_confidence_interval(
             sample, statistic=c.f, statistic_bounds=c.bounds, alpha=ALPHA, epsilon=epsilon,

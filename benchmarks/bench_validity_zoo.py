@@ -41,11 +41,11 @@ def table(rows: list[dict]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        ratio = f"{r['ratio']:.2f}" if np.isfinite(r["ratio"]) else "—"
         lines.append(
             f"| {r['population']} | {r['statistic']} | {r['n']} | {r['reps']} | "
-            f"{r['coverage']:.3f} ({r['se']:.3f}) | {r['width']:.4g} | {r['ratio']:.2f} | "
-            f"{r['informative']:.2f} | {'on' if r['bias_correction'] else 'off'} | "
-            f"{r['seconds']:.2f} |"
+            f"{r['coverage']:.3f} ({r['se']:.3f}) | {r['width']:.4g} | {ratio} | "
+            f"{r['informative']:.2f} | {_correction(r)} | {r['seconds']:.2f} |"
         )
     lines.append("")
     for label, keep in (("dpuq's default", True), ("negative control (no correction)", False)):
@@ -63,6 +63,12 @@ def table(rows: list[dict]) -> str:
             + (f"; median width ÷ bootstrap {np.median(ratios):.2f}" if ratios else "")
         )
     return "\n".join(lines) + "\n"
+
+
+def _correction(r: dict) -> str:
+    if r["statistic"] not in zoo.SMOOTH:
+        return "n/a"
+    return "on" if r["bias_correction"] else "off"
 
 
 def zoo_floor(r: dict) -> float:

@@ -391,11 +391,12 @@ def _even_counts(n: int, edges: np.ndarray) -> np.ndarray:
 
 def _expected_uniform_threshold(n: int, alpha: float, epsilon: float, m: int) -> float:
     """``E[T]`` of one class of ``n`` evenly spread scores, from the exact law."""
-    from dpuq.mechanisms.class_thresholds import _class_log_weights
+    from dpuq.mechanisms.class_thresholds import RankKnots, _class_log_weights
     from dpuq.mechanisms.quantile import bin_edges
 
     pad = class_padding(alpha, epsilon, m)
-    schedule = np.full(n + 1, _rank_star(n, alpha, epsilon / 2.0, m, pad), dtype=np.int64)
+    rank = _rank_star(n, alpha, epsilon / 2.0, m, pad)
+    schedule = RankKnots(np.array([0, n]), np.array([rank, rank]))  # ρ(n) = rank, O(1)
     edges = bin_edges(m)
     counts = _even_counts(n, edges)[None, :]
     lw = _class_log_weights(counts, schedule, pad, epsilon)[0]

@@ -63,16 +63,28 @@ def check_losses(losses, name: str = "losses") -> np.ndarray:
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2:
         raise ValueError(f"{name} must have shape (n, m) with n >= 1 and m >= 2 grid values")
     arr = arr.astype(float, copy=False)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0.0) or np.any(arr > 1.0):
+    bad_range = not np.all(np.isfinite(arr)) or np.any(arr < 0.0) or np.any(arr > 1.0)
+    raise_loss_flags(
+        bad_range,
+        not bad_range and np.any(np.diff(arr, axis=1) > 0.0),
+        np.any(arr[:, -1] != 0.0),
+        name,
+    )
+    return arr
+
+
+def raise_loss_flags(bad_range, increasing, last_nonzero, name: str = "losses") -> None:
+    """The errors of :func:`check_losses`, in its order, from flags (also computed chunk by
+    chunk: :mod:`dpuq.scale.sums`)."""
+    if bad_range:
         raise ValueError(f"{name} must be finite and in [0, 1]")
-    if np.any(np.diff(arr, axis=1) > 0.0):
+    if increasing:
         raise ValueError(f"{name} must be nonincreasing along the grid of lambdas (axis 1)")
-    if np.any(arr[:, -1] != 0.0):
+    if last_nonzero:
         raise ValueError(
             f"{name} at the largest lambda must be 0 for everyone (the guarantee needs a grid "
             "value whose loss is 0: append one, e.g. the full set or an infinite interval)"
         )
-    return arr
 
 
 def loss_sums(losses: np.ndarray) -> np.ndarray:

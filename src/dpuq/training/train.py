@@ -100,6 +100,8 @@ def train_classifier(
     burn_in: float | None = None,
     ledger=None,
     dataset: str | None = None,
+    world_size: int = 1,
+    device="cpu",
 ) -> TrainingResult:
     """Train a classifier with SGD, DP-SGD or DP-SGLD on one code path (Opacus underneath).
 
@@ -185,6 +187,13 @@ def train_classifier(
         Charge the target ``(epsilon, delta)`` under ``relation`` to ``dataset``'s budget
         before training starts (a replace-one budget converts it, see :mod:`dpuq.ledger`), or
         refuse; ``method="sgd"`` cannot be charged (not private).
+    world_size : int, default 1
+        Data-parallel training in ``world_size`` processes (private methods): started here
+        when no ``torch.distributed`` group exists, or the ranks of the existing group
+        (``torchrun``). The accounting is that of one process with the same global batch,
+        steps and noise; the model is identical on every rank (:mod:`dpuq.training.distributed`).
+    device : "cpu", "cuda", "cuda:N" or "auto", default "cpu"
+        Where to train; ``"auto"``: CUDA when available. The data are moved there once.
 
     Returns
     -------
@@ -208,6 +217,14 @@ def train_classifier(
     >>> report.epsilon <= 3.0, str(report.relation)
     (True, 'replace-one')
     """
+    call = dict(locals())  # the arguments, for the processes of world_size > 1
+    from dpuq.training import distributed
+
+    dev = distributed.resolve_device(device)
+    ranks = distributed.check_world_size(world_size)
+    if ranks > 1 and not distributed.in_process_group():
+        return distributed.launch(train_classifier, call, ranks)
+    procs = distributed.join_group(ranks)
     cfg = resolve_settings(
         model, train_data, method=method, epsilon=epsilon, delta=delta, epochs=epochs,
         batch_size=batch_size, learning_rate=learning_rate, max_grad_norm=max_grad_norm,
@@ -227,6 +244,13 @@ def train_classifier(
     eta = learning_rates(cfg.schedule, planned)
     sample_rate = bsz / n
     gen = torch_generator(random_state)
+    if procs is not None:  # this rank's own stream (sampling, augmentation; noise on rank 0)
+        if not private or tensors is None:
+            raise ValueError("world_size > 1 needs a private method and (X, y) tensors")
+        gen = procs.generator(gen)
+    gen_cpu = gen  # batches and augmentation; the noise's generator is on the device
+    if tensors is not None and dev.type != "cpu":
+        tensors = (tensors[0].to(dev), tensors[1].to(dev))  # moved once
     prior_wd = 0.0
     if prior_std is not None:
         s0 = _as_float(prior_std, "prior_std")
@@ -258,7 +282,10 @@ def train_classifier(
 
     from dpuq.ledger import ledger_required
 
-    if ledger is not None or dataset is not None or (private and ledger_required()):
+    charged_here = procs is None or procs.rank == 0  # one charge for all the ranks
+    if charged_here and (
+        ledger is not None or dataset is not None or (private and ledger_required())
+    ):
         from dpuq.ledger import charge
 
         cost = (epsilon, delta) if private else (math.inf, 1.0)
@@ -273,7 +300,7 @@ def train_classifier(
             seeded=seeded,
         )
     # ---- wrap and train -------------------------------------------------------------------
-    model.train()
+    model.to(dev).train()
     base = torch.optim.SGD(
         model.parameters(), lr=float(eta[0]), momentum=cfg.momentum, weight_decay=prior_wd
     )
@@ -283,7 +310,14 @@ def train_classifier(
 
         from dpuq.training.optimizer import DPSGDOptimizer, DPSGLDOptimizer
 
-        net = GradSampleModule(model, loss_reduction="mean")
+        if dev.type != "cpu":  # Opacus draws the noise on the gradients' device
+            gen_cpu, gen = gen, torch.Generator(device=dev)
+            gen.manual_seed(int(torch.randint(2**62, (1,), generator=gen_cpu)))
+        if procs is not None:
+            DPSGDOptimizer, DPSGLDOptimizer = distributed.distributed_optimizers()
+        net = GradSampleModule(
+            model if procs is None else distributed.wrap_model(model), loss_reduction="mean"
+        )
         if method == "dpsgld":
             opt = DPSGLDOptimizer(
                 base,
@@ -305,10 +339,13 @@ def train_classifier(
                 generator=gen,
                 clipping=clipping,
             )
-        batches = batches_private(train_data, tensors, n, sample_rate, steps, gen)
+        if procs is not None:
+            batches = distributed.shard_batches(tensors, n, sample_rate, steps, gen_cpu, procs)
+        else:
+            batches = batches_private(train_data, tensors, n, sample_rate, steps, gen_cpu)
     else:
         net, opt = model, base
-        batches = batches_shuffled(train_data, tensors, n, bsz, steps, gen)
+        batches = batches_shuffled(train_data, tensors, n, bsz, steps, gen_cpu)
 
     taken: list[float] = []
     snapshot_at: set[int] = set()
@@ -321,7 +358,7 @@ def train_classifier(
     aug_k = cfg.augmentation_multiplicity
     if aug_k > 1:  # De et al. 2022: average K augmentations' gradients before clipping
         details["augmentation multiplicity"] = aug_k
-        aug_gen = torch.Generator().manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
+        aug_gen = torch.Generator().manual_seed(int(torch.randint(2**62, (1,), generator=gen_cpu)))
     desc = {"sgd": "SGD", "dpsgd": "DP-SGD", "dpsgld": "DP-SGLD"}[method]
     try:
         for t, (xb, yb) in progress(
@@ -353,6 +390,8 @@ def train_classifier(
                     if hasattr(p, attr):
                         delattr(p, attr)
     model.eval()
+    if procs is not None:
+        procs.check_identical(model)
     if snapshots:
         model = average_iterates(model, snapshots, cfg.averaging)
     seeded = random_state is not None
@@ -385,8 +424,11 @@ def train_classifier(
     return TrainingResult(model, mark_seeded(report, random_state))
 
 
-def predict_proba(model: nn.Module, x, batch_size: int = 2048) -> np.ndarray:
+def predict_proba(model: nn.Module, x, batch_size: int = 2048, device=None) -> np.ndarray:
     """Softmax probabilities of a classifier on ``x`` (array or tensor), as a numpy array.
+
+    ``device``: where to predict (``"auto"``, ``"cpu"``, ``"cuda"``...); default: where the
+    model's parameters are. The inputs are moved there once, the model too.
 
     Examples
     --------
@@ -395,6 +437,9 @@ def predict_proba(model: nn.Module, x, batch_size: int = 2048) -> np.ndarray:
     (4, 2)
     """
     xt = torch.as_tensor(np.asarray(x) if not torch.is_tensor(x) else x, dtype=torch.float32)
+    from dpuq.training.distributed import to_device
+
+    model, xt = to_device(model, xt, device)
     was_training = model.training
     model.eval()
     out = []
@@ -402,5 +447,5 @@ def predict_proba(model: nn.Module, x, batch_size: int = 2048) -> np.ndarray:
         for start in range(0, xt.shape[0], batch_size):
             out.append(torch.softmax(model(xt[start : start + batch_size]), dim=1))
     model.train(was_training)
-    probs = torch.cat(out).double().numpy()
+    probs = torch.cat(out).double().cpu().numpy()
     return probs / probs.sum(axis=1, keepdims=True)

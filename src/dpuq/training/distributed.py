@@ -35,6 +35,7 @@ digest of the weights gathered from every rank), and only rank 0 charges the led
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import os
@@ -215,8 +216,11 @@ def _worker(rank, train, call, world_size, port, threads, out_dir) -> None:
         torch.cuda.set_device(rank % torch.cuda.device_count())
     torch.distributed.init_process_group(backend, rank=rank, world_size=world_size)
     try:
+        # torch.multiprocessing hands every rank the parent's tensors in shared memory: each
+        # rank trains its own copy of the model (the data stay shared, read only)
+        call = {**call, "model": copy.deepcopy(call["model"])}
         if rank != 0:  # only rank 0 charges the ledger
-            call = {**call, "ledger": None, "dataset": None}
+            call.update(ledger=None, dataset=None)
         model, report = train(**call)
         if rank == 0:
             same = model is call["model"]

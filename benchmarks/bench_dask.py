@@ -2,11 +2,12 @@
 bounded.
 
 For each release (calibrate, calibrate_by_class, the mean / median / trimmed-mean intervals,
-risk_control) and each size ``n``, a fresh client process connects to the cluster, generates the data on the
-workers (``dask.array.random.default_rng``, chunks of 2^22, persisted there: the client never
-holds them; ``risk_control`` gets ``n / 10`` rows of 50 losses, computed on the workers from
-``n / 10`` persisted uniforms), warms up on a small array, reads its resident memory, runs the release and reads
-its peak memory: the difference is what the release costs the client ("client growth").
+risk_control) and each size ``n``, a fresh client process connects to the cluster, generates
+the data on the workers (``dask.array.random.default_rng``, chunks of 2^22, persisted there:
+the client never holds them; ``risk_control`` gets ``n / 10`` rows of 50 losses, formed on
+the workers from ``n / 10`` persisted uniforms), warms up on a small array, reads its resident
+memory, runs the release and reads its peak memory: the difference is what the release costs
+the client ("client growth").
 Prints medians; figures in docs/benchmarks.md.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_dask.py [--sizes 1e7 1e8]

@@ -235,7 +235,8 @@ def _worker(rank, train, call, world_size, port, threads, out_dir) -> None:
 
 
 def launch(train, call: dict, world_size: int):
-    """Run ``train(**call)`` in ``world_size`` local processes; return rank 0's result.
+    """Run ``train(**call)`` in ``world_size`` local processes; return rank 0's model and
+    report.
 
     The settings are validated here first (:func:`dpuq.training.settings.resolve_settings`),
     so a bad argument is refused before any process starts. The user's model is trained in
@@ -247,7 +248,6 @@ def launch(train, call: dict, world_size: int):
     import torch.multiprocessing as mp
 
     from dpuq.training.settings import resolve_settings
-    from dpuq.training.train import TrainingResult
 
     if call["method"] == "sgd":
         raise ValueError("world_size > 1 needs a private method ('dpsgd' or 'dpsgld')")
@@ -271,4 +271,4 @@ def launch(train, call: dict, world_size: int):
     if result["same"]:
         call["model"].load_state_dict(model)
         model = call["model"].eval()
-    return TrainingResult(model, result["report"])
+    return model, result["report"]

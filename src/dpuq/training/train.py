@@ -223,7 +223,7 @@ def train_classifier(
     dev = distributed.resolve_device(device)
     ranks = distributed.check_world_size(world_size)
     if ranks > 1 and not distributed.in_process_group():
-        return distributed.launch(train_classifier, call, ranks)
+        return TrainingResult(*distributed.launch(train_classifier, call, ranks))
     procs = distributed.join_group(ranks)
     cfg = resolve_settings(
         model, train_data, method=method, epsilon=epsilon, delta=delta, epochs=epochs,

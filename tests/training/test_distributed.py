@@ -115,3 +115,14 @@ def test_device_auto_is_the_cpu_here_and_changes_nothing():
     b, rb = train_classifier(torch.nn.Linear(5, 2), (X, y), device="auto", **KW)
     assert ra.epsilon == rb.epsilon and torch.equal(a.weight, b.weight)
     np.testing.assert_array_equal(predict_proba(a, X, device="auto"), predict_proba(a, X))
+
+
+@pytest.mark.slow
+def test_empty_local_batches_keep_the_ranks_in_step():
+    """p = 0.05 on shards of 20: many steps have an empty batch on one rank; every rank still
+    steps (no collective is left unmatched) and ε is that of one process."""
+    X, y = data(40)
+    kw = {**KW, "batch_size": 2, "epochs": 1, "learning_rate": 0.1, "iterate_averaging": 0}
+    one = train_classifier(torch.nn.Linear(5, 2), (X, y), **kw)[1]
+    two = train_classifier(torch.nn.Linear(5, 2), (X, y), world_size=2, **kw)[1]
+    assert two.epsilon == one.epsilon and two.details["steps"] == one.details["steps"] == 20

@@ -42,6 +42,22 @@ def test_chunk_sums_round_to_fsum_whatever_the_chunks(seed):
     assert not np.array_equal(naive, want) or not np.array_equal(x.sum(axis=0), want)
 
 
+def test_fast_path_of_dyadic_losses_mixes_with_the_general_one():
+    """0/1 and quarter losses take the int64 path, chunk by chunk; a chunk with one awkward
+    value takes the general path; every mix rounds to fsum."""
+    rng = np.random.default_rng(7)
+    u = rng.uniform(size=5_000)
+    x = np.stack([(u > t) * 1.0 for t in (0.0, 0.3, 0.6)] + [np.floor(4 * u) / 4 * (u < 0.9)], 1)
+    x = np.concatenate([-np.sort(-x, axis=1), np.zeros((len(u), 1))], axis=1)
+    x[4_321, :2] = [0.1 + 1e-17, 0.1]  # not a multiple of 2^-30
+    want = [math.fsum(c) for c in x.T]
+    for cuts in ([2_500], list(range(250, 5_000, 250)), [4_321, 4_322]):
+        parts = [loss_chunk_sums(p) for p in np.split(x, cuts)]
+        merged = merge_column_sums(parts)
+        assert merged.rounded().tolist() == want
+        assert merged.fixed.any() and merged.hi.any()  # both paths were taken
+
+
 @pytest.mark.parametrize(
     "spoil",
     [

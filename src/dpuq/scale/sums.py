@@ -95,7 +95,7 @@ def loss_chunk_sums(values) -> ExactColumnSums:
     cols = np.arange(m) * _N_EXP
     for start in range(0, rows, _ROWS):
         part = arr[start : start + _ROWS]
-        scaled = np.ldexp(part, _FIXED)  # exact (a power of 2; no overflow in [0, 2^30])
+        scaled = part * float(2**_FIXED)  # exact: a power of 2, no overflow in [0, 2^30]
         if np.array_equal(scaled, np.floor(scaled)):  # every loss a multiple of 2^-30
             fixed += scaled.astype(np.int64).sum(axis=0)  # < 2^26 rows * 2^30: exact
             continue

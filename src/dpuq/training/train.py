@@ -188,12 +188,9 @@ def train_classifier(
         before training starts (a replace-one budget converts it, see :mod:`dpuq.ledger`), or
         refuse; ``method="sgd"`` cannot be charged (not private).
     world_size : int, default 1
-        Data-parallel training in ``world_size`` processes (private methods): started here
-        when no ``torch.distributed`` group exists, or the ranks of the existing group
-        (``torchrun``). The accounting is that of one process with the same global batch,
-        steps and noise; the model is identical on every rank (:mod:`dpuq.training.distributed`).
-    device : "cpu", "cuda", "cuda:N" or "auto", default "cpu"
-        Where to train; ``"auto"``: CUDA when available. The data are moved there once.
+        Private training in ``world_size`` processes, started here or those of a ``torchrun``
+        group; the accounting of one process (:mod:`dpuq.training.distributed`).
+    device : "cpu", "cuda", "cuda:N" or "auto" (CUDA when available), default "cpu"
 
     Returns
     -------
@@ -220,8 +217,7 @@ def train_classifier(
     call = dict(locals())  # the arguments, for the processes of world_size > 1
     from dpuq.training import distributed
 
-    dev = distributed.resolve_device(device)
-    ranks = distributed.check_world_size(world_size)
+    dev, ranks = distributed.resolve_device(device), distributed.check_world_size(world_size)
     if ranks > 1 and not distributed.in_process_group():
         return TrainingResult(*distributed.launch(train_classifier, call, ranks))
     procs = distributed.join_group(ranks)

@@ -28,6 +28,7 @@ from dpuq.mechanisms.risk import (
     risk_certificate,
 )
 from dpuq.report import PrivacyReport, Relation
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "PrivateRiskControl",
@@ -128,9 +129,11 @@ def risk_control(
 
     Parameters
     ----------
-    losses : array-like of shape (n, m)
+    losses : array-like of shape (n, m), or a Dask array / DataFrame
         ``losses[i, j] = L_i(λ_j)`` in [0, 1], nonincreasing in j; the last column stands for
-        the trivial answer and is taken as 0 (:func:`with_trivial_answer` appends one).
+        the trivial answer and is taken as 0 (:func:`with_trivial_answer` appends one). Dask
+        input is validated and reduced to the m sums on the workers (exactly: the same release
+        as in memory for the same seed; see docs/scale.md).
     alpha : float
         Risk level in (0, 1).
     epsilon : float
@@ -157,8 +160,14 @@ def risk_control(
     """
     a = check_in_open_unit(alpha, "alpha")
     eps = check_epsilon(epsilon)
-    arr = check_losses(losses)
-    n, m = arr.shape
+    if is_dask_collection(losses):  # exact sums and checks on the workers, before the charge
+        from dpuq.scale._dask import dask_loss_sums
+
+        arr, (dask_sums, n) = None, dask_loss_sums(losses)
+        m = dask_sums.size
+    else:
+        arr, dask_sums = check_losses(losses), None
+        n, m = arr.shape
     lam = _check_lambdas(lambdas, m)
     target = certified_risk_target(n, a, eps, m)
     charge(
@@ -178,7 +187,8 @@ def risk_control(
             "was sampled"
         )
     else:
-        sums = loss_sums(arr)[None, :]  # the only step that reads the data
+        # the only step that reads the data (Dask: the same floats, summed on the workers)
+        sums = (loss_sums(arr) if arr is not None else dask_sums)[None, :]
         index = int(_risk_selection_rows(sums, n, target, eps, check_random_state(random_state))[0])
         cert = risk_certificate(n, target, eps, m)
     report = PrivacyReport(

@@ -64,7 +64,6 @@ def test_fast_path_of_dyadic_losses_mixes_with_the_general_one():
         lambda x: x.__setitem__((5, 0), np.nan),
         lambda x: x.__setitem__((5, 0), 1.5),
         lambda x: x.__setitem__((7, 2), 0.9),  # an increase along the row
-        lambda x: x.__setitem__((9, -1), 0.1),  # last column not 0
     ],
 )
 def test_dask_loss_errors_equal_memory_before_the_charge(spoil, tmp_path):
@@ -90,4 +89,20 @@ def test_risk_control_on_dask_equals_memory_threads():
         for seed in range(4):
             ref = dpuq.risk_control(x, **kw, random_state=seed)
             got = dpuq.risk_control(da.from_array(x, chunks=(3_333, 4)), **kw, random_state=seed)
+            assert got == ref
+
+
+def test_the_last_column_is_trivial_on_dask_as_in_memory():
+    """Issue 34: the last grid value is the trivial answer whatever the data, on Dask too
+    (a positive loss there is neither an error nor read)."""
+    x = _losses(2_000, 6, np.random.default_rng(5))
+    x[::3, -1] = 0.7  # ignored: taken as 0
+    kw = {"alpha": 0.2, "epsilon": 1.0, "lambdas": np.linspace(0.0, 1.0, 6)}
+    clean = x.copy()
+    clean[:, -1] = 0.0
+    with dask.config.set(scheduler="synchronous"):
+        for seed in range(3):
+            ref = dpuq.risk_control(clean, **kw, random_state=seed)
+            assert dpuq.risk_control(x, **kw, random_state=seed) == ref
+            got = dpuq.risk_control(da.from_array(x, chunks=(500, 6)), **kw, random_state=seed)
             assert got == ref

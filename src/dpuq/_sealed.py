@@ -13,7 +13,8 @@ channels for the duration of the hidden work:
 - warnings are ignored;
 - the global random states (Python's ``random``, NumPy's legacy ``np.random``, torch's CPU
   generator and its initialised CUDA generators, when torch is imported) are saved on entry
-  and restored on exit, so what the release leaves in them does not depend on the data or on
+  and restored on exit (CUDA generators that start inside are reseeded as a lazy start
+  seeds them), so what the release leaves in them does not depend on the data or on
   the hidden draws. The draws inside are unchanged (seeded runs stay byte-identical).
 
 Not covered: writes to file descriptor 2 by C code, and the wall time (both said in the
@@ -43,6 +44,8 @@ def _global_states() -> list:
         cuda = getattr(torch, "cuda", None)
         if cuda is not None and cuda.is_initialized():
             states.append(("cuda", cuda.get_rng_state_all()))
+        else:  # CUDA may start inside: its generators are then seeded as at a lazy start
+            states.append(("cuda-unstarted", torch.initial_seed()))
     return states
 
 
@@ -50,6 +53,10 @@ def _restore(states: list) -> None:
     torch = sys.modules.get("torch")
     if torch is not None and all(kind != "torch" for kind, _ in states):
         torch.manual_seed(torch.initial_seed())  # imported inside: back to its state at import
+    for kind, seed in states:
+        cuda = getattr(torch, "cuda", None)
+        if kind == "cuda-unstarted" and cuda is not None and cuda.is_initialized():
+            cuda.manual_seed_all(seed)  # started inside: its draws (one per run) forgotten
     for kind, state in states:
         if kind == "random":
             random.setstate(state)
@@ -57,7 +64,7 @@ def _restore(states: list) -> None:
             np.random.set_state(state)  # noqa: NPY002
         elif kind == "torch":
             sys.modules["torch"].set_rng_state(state)
-        else:
+        elif kind == "cuda":
             sys.modules["torch"].cuda.set_rng_state_all(state)
 
 

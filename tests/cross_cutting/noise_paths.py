@@ -5,7 +5,9 @@ Every release must go through :func:`dpuq.ledger.charge` before its noise, so th
 module of a package and builds a conservative call graph:
 
 - a *node* is a function or a method (nested functions and lambdas belong to the function that
-  holds them: a callback that charges makes its holder charging);
+  holds them: a callback that charges makes its holder charging), or a name bound at a module's
+  top level by an assignment (an alias, a ``functools.partial``, a lambda, a table of
+  functions: what its value references);
 - an *edge* is any reference to another function of the package, called or passed as a value
   (``f(...)``, ``mod.f``, ``self.f``, ``key=f``); names are resolved through every import,
   function-level ones and re-exports included;
@@ -62,6 +64,14 @@ class _Module:
                         self.imports[a.asname or a.name] = f"{base}.{a.name}"
         for node in tree.body:
             self._collect(node, name)
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                # ``f = _g``, ``f = functools.partial(_g, ...)``, ``f = lambda ...: _g(...)``,
+                # ``TABLE = {"k": _g}``: a public name bound to what it references
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        self.defs[f"{name}.{target.id}"] = node.value
+                        self.top_level.add(target.id)
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self.top_level.update((a.asname or a.name).split(".")[0] for a in node.names)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

@@ -21,9 +21,12 @@ A node draws *uncharged* when it does not charge and either draws itself, or ref
 node that draws uncharged, or passes ``ledger=CALLER_CHARGED`` (someone else paid) to a node
 that draws at all. :func:`uncharged_public` lists the public callables (every name reachable
 from the package and its public submodules without an underscore, and the public methods of
-public classes) that draw uncharged. Static and conservative: a reference counts as a call, so a
-false alarm is possible and a real bypass through dpuq's own code is not missed; what it cannot
-see is noise drawn by code dpuq does not own (Opacus, a user's ``run``).
+public classes) that draw uncharged. Static: a reference counts as a call, so a false alarm is
+possible. It is not a proof, though: a reference to ``charge`` also counts as charging, so a
+charge under a condition (``if ledger is not None: charge(...)``) or after the noise passes;
+calls by computed name (``getattr(mod, "name")``, ``globals()[...]``) are not seen; nor is noise
+drawn by code dpuq does not own (Opacus, torch, a user's ``run``). The dynamic tests of
+``test_ledger_required.py`` (every release under ``DPUQ_REQUIRE_LEDGER=1``) cover those.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["sealed"]
+__all__ = ["reseed_global_states", "sealed"]
 
 
 def _global_states() -> list:
@@ -66,6 +66,37 @@ def _restore(states: list) -> None:
             sys.modules["torch"].set_rng_state(state)
         elif kind == "cuda":
             sys.modules["torch"].cuda.set_rng_state_all(state)
+
+
+def reseed_global_states(rng: np.random.Generator) -> None:
+    """Seed the global random states (``random``, ``np.random``, torch's when imported) from a
+    child of ``rng``, leaving ``rng``'s own stream as it was (``Generator.spawn``).
+
+    Called inside :func:`sealed` before each hidden run: the runs of a private selection must
+    be independent draws, but a ``model_fn`` that initialises its weights from torch's global
+    generator would otherwise start run ``j`` from the ``j``-th stretch of a stream whose start
+    anyone may know (``torch.manual_seed(0)`` in a script), so the released model would tell
+    which run was the best (a lower bound on the secret number of runs).
+
+    >>> import random
+    >>> with sealed():
+    ...     reseed_global_states(np.random.default_rng(0))
+    ...     a = random.random()
+    ...     reseed_global_states(np.random.default_rng(0))
+    ...     b = random.random()
+    >>> a == b
+    True
+    """
+    try:
+        child = rng.spawn(1)[0]
+    except (TypeError, ValueError):  # a generator without a seed sequence
+        child = np.random.default_rng(rng.integers(2**63))
+    seed = int(child.integers(2**63))
+    random.seed(seed)
+    np.random.seed(seed % 2**32)  # noqa: NPY002
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
 
 
 @contextlib.contextmanager

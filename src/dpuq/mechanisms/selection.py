@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._sealed import sealed
+from dpuq._sealed import reseed_global_states, sealed
 from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.mechanisms.randomness import RandomState, mark_seeded, release_generator
 from dpuq.mechanisms.repetitions import (
@@ -388,6 +388,7 @@ def _one_run(run, cand, b: float, rng: np.random.Generator) -> tuple[float, Any]
     from dpuq.ledger import _within_charged_release
 
     try:
+        reseed_global_states(rng)  # independent runs, even for a model_fn using global RNGs
         with _within_charged_release():  # the runs are paid for by the total charged above
             out = run(cand, b, rng)
         score, artifact = out

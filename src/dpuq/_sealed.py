@@ -15,7 +15,9 @@ channels for the duration of the hidden work:
   generator and its initialised CUDA generators, when torch is imported) are saved on entry
   and restored on exit (CUDA generators that start inside are reseeded as a lazy start
   seeds them), so what the release leaves in them does not depend on the data or on
-  the hidden draws. The draws inside are unchanged (seeded runs stay byte-identical).
+  the hidden draws. Inside, :func:`reseed_global_states` starts each hidden run from a fresh
+  seed spawned from the release's generator, so that runs are independent draws even for
+  code that uses the global generators (seeded releases stay reproducible).
 
 Not covered: writes to file descriptor 2 by C code, and the wall time (both said in the
 privacy reports' "not covered" list).

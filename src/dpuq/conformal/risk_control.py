@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq.conformal.calibration import PUBLIC_DECIDED
 from dpuq.ledger import charge
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.mechanisms.risk import (
@@ -125,7 +126,7 @@ def risk_control(
     ``λ_m`` is the trivial answer (the whole label set, the whole line: loss 0 by construction;
     the last column of ``losses`` is never read, and ``trivial`` says when it was released)
     (docs/risk_control.md). When no target is certified, ``λ_m`` is released (risk 0), nothing
-    is sampled, and the report says so.
+    is sampled: public quantities alone decided it, so it charges ε = 0 and the report says so.
 
     Parameters
     ----------
@@ -173,7 +174,7 @@ def risk_control(
     charge(
         ledger,
         dataset,
-        eps,
+        eps if target is not None else 0.0,  # none: public quantities alone decide it
         what="risk_control: private conformal risk control",
         random_state=random_state,
         settings={"alpha": a, "n": int(n), "n_lambdas": int(m)},
@@ -186,6 +187,7 @@ def risk_control(
             f"n={n}, epsilon={eps:g}, m={m}; the largest lambda (loss 0) is released, nothing "
             "was sampled"
         )
+        notes.append(PUBLIC_DECIDED)
     else:
         # the only step that reads the data (Dask: the same floats, summed on the workers)
         sums = (loss_sums(arr) if arr is not None else dask_sums)[None, :]
@@ -194,7 +196,7 @@ def risk_control(
     report = PrivacyReport(
         mechanism="exponential mechanism over a public lambda grid (private conformal risk "
         "control; dpuq docs/risk_control.md)",
-        epsilon=eps,
+        epsilon=eps if target is not None else 0.0,
         delta=0.0,
         relation=Relation.REPLACE_ONE,
         sensitivity=(

@@ -1,10 +1,13 @@
-"""Dask at scale (issues 17, 28): every release on a LocalCluster, the client's memory bounded.
+"""Dask at scale (issues 17, 28, 38): every release on a LocalCluster, the client's memory
+bounded.
 
-For each release (calibrate, calibrate_by_class, the mean / median / trimmed-mean intervals)
-and each size, a fresh client process connects to the cluster, generates the data on the
-workers (``dask.array.random.default_rng``, chunks of 2^22, persisted there: the client never
-holds them), warms up on a small array, reads its resident memory, runs the release and reads
-its peak memory: the difference is what the release costs the client ("client growth").
+For each release (calibrate, calibrate_by_class, the mean / median / trimmed-mean intervals,
+risk_control) and each size ``n``, a fresh client process connects to the cluster, generates
+the data on the workers (``dask.array.random.default_rng``, chunks of 2^22, persisted there:
+the client never holds them; ``risk_control`` gets ``n / 10`` rows of 50 losses, formed on
+the workers from ``n / 10`` persisted uniforms), warms up on a small array, reads its resident
+memory, runs the release and reads its peak memory: the difference is what the release costs
+the client ("client growth").
 Prints medians; figures in docs/explanation/benchmarks.md.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_dask.py [--sizes 1e7 1e8]
@@ -25,13 +28,32 @@ import warnings
 
 CHUNK = 1 << 22
 ALPHA, EPSILON, SEED, K = 0.1, 1.0, 7, 10
-RELEASES = ("calibrate", "by_class", "mean", "median", "trimmed_mean")
+RELEASES = ("calibrate", "by_class", "mean", "median", "trimmed_mean", "risk_control")
+#: risk_control: n / RISK_ROWS rows of RISK_LAMBDAS losses (10^8 -> 10^7 x 50)
+RISK_ROWS, RISK_LAMBDAS = 10, 50
+
+
+def _losses(u):
+    """Miscoverage-like losses 1{u > λ_j} on λ = 0..1 (nonincreasing, 0 at λ = 1)."""
+    import numpy as np
+
+    lam = np.linspace(0.0, 1.0, RISK_LAMBDAS)
+    if isinstance(u, np.ndarray):  # the in-memory comparison
+        return (u[:, None] > lam[None, :]).astype(float)
+    return u.map_blocks(
+        lambda b: (b[:, None] > lam[None, :]).astype(float),
+        new_axis=1,
+        chunks=(u.chunks[0], (RISK_LAMBDAS,)),
+        dtype=float,
+    )
 
 
 def _data(n: int, release: str):
     import dask.array as da
 
     rng = da.random.default_rng(2026)
+    if release == "risk_control":  # the uniforms only: losses are formed per block (_input)
+        return rng.uniform(size=n // RISK_ROWS, chunks=CHUNK // RISK_LAMBDAS)
     if release == "calibrate":
         return rng.uniform(size=n, chunks=CHUNK)
     if release == "by_class":
@@ -40,9 +62,16 @@ def _data(n: int, release: str):
     return rng.beta(2.0, 5.0, size=n, chunks=CHUNK)
 
 
+def _input(release: str, x):
+    return _losses(x) if release == "risk_control" else x
+
+
 def _release(release: str, x):
     import dpuq
 
+    x = _input(release, x)
+    if release == "risk_control":
+        return dpuq.risk_control(x, alpha=ALPHA, epsilon=EPSILON, random_state=SEED)
     if release == "calibrate":
         return dpuq.calibrate(x, alpha=ALPHA, epsilon=EPSILON, random_state=SEED)
     if release == "by_class":
@@ -53,6 +82,8 @@ def _release(release: str, x):
 
 
 def _key(out):
+    if hasattr(out, "index"):
+        return [out.index, out.lambda_]
     if hasattr(out, "thresholds"):
         return list(out.thresholds)
     if hasattr(out, "threshold"):

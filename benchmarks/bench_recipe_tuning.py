@@ -59,8 +59,10 @@ def inputs(x: np.ndarray, how: str) -> np.ndarray:
         return flat - 0.5
     if how == "scaled":  # public range [0, 1] -> [-1, 1]
         return 2 * flat - 1
-    if how == "gabor":
+    if how == "scatter":
         return scatter_features(x)
+    if how == "pixels+scatter":  # both, each of unit scale per example
+        return np.concatenate([flat, scatter_features(x) / np.sqrt(9.0)], axis=1)
     raise ValueError(how)
 
 
@@ -219,7 +221,7 @@ EXPERIMENTS = {
         ("base", "LEARNING_RATE=0.5"), ("lr 1", "LEARNING_RATE=1.0"),
         ("T 1000", "TARGET_STEPS=1000"), ("epochs 50", "MAX_EPOCHS=50.0"))],
     "inputs": [f"row('E {h}', 597, 200, how='{h}', {E})"
-               for h in ("pixels", "centred", "scaled", "gabor")]
+               for h in ("pixels", "centred", "scaled", "scatter")]
     + [f"row('H5 centred', 597, 200, how='centred', {S5}, {H})"],
     # augmentation multiplicity K (De et al. 2022, Section 3): one-pixel translations
     "augmentation": [f"row('{d} 597 K{k}', 597, 200, {S5}, aug={k}, {v})"

@@ -13,8 +13,11 @@ channels for the duration of the hidden work:
 - warnings are ignored;
 - the global random states (Python's ``random``, NumPy's legacy ``np.random``, torch's CPU
   generator and its initialised CUDA generators, when torch is imported) are saved on entry
-  and restored on exit, so what the release leaves in them does not depend on the data or on
-  the hidden draws. The draws inside are unchanged (seeded runs stay byte-identical).
+  and restored on exit (CUDA generators that start inside are reseeded as a lazy start
+  seeds them), so what the release leaves in them does not depend on the data or on
+  the hidden draws. Inside, :func:`reseed_global_states` starts each hidden run from a fresh
+  seed spawned from the release's generator, so that runs are independent draws even for
+  code that uses the global generators (seeded releases stay reproducible).
 
 Not covered: writes to file descriptor 2 by C code, and the wall time (both said in the
 privacy reports' "not covered" list).
@@ -32,7 +35,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["sealed"]
+__all__ = ["reseed_global_states", "sealed"]
 
 
 def _global_states() -> list:
@@ -43,6 +46,8 @@ def _global_states() -> list:
         cuda = getattr(torch, "cuda", None)
         if cuda is not None and cuda.is_initialized():
             states.append(("cuda", cuda.get_rng_state_all()))
+        else:  # CUDA may start inside: its generators are then seeded as at a lazy start
+            states.append(("cuda-unstarted", torch.initial_seed()))
     return states
 
 
@@ -50,6 +55,10 @@ def _restore(states: list) -> None:
     torch = sys.modules.get("torch")
     if torch is not None and all(kind != "torch" for kind, _ in states):
         torch.manual_seed(torch.initial_seed())  # imported inside: back to its state at import
+    for kind, seed in states:
+        cuda = getattr(torch, "cuda", None)
+        if kind == "cuda-unstarted" and cuda is not None and cuda.is_initialized():
+            cuda.manual_seed_all(seed)  # started inside: its draws (one per run) forgotten
     for kind, state in states:
         if kind == "random":
             random.setstate(state)
@@ -57,8 +66,39 @@ def _restore(states: list) -> None:
             np.random.set_state(state)  # noqa: NPY002
         elif kind == "torch":
             sys.modules["torch"].set_rng_state(state)
-        else:
+        elif kind == "cuda":
             sys.modules["torch"].cuda.set_rng_state_all(state)
+
+
+def reseed_global_states(rng: np.random.Generator) -> None:
+    """Seed the global random states (``random``, ``np.random``, torch's when imported) from a
+    child of ``rng``, leaving ``rng``'s own stream as it was (``Generator.spawn``).
+
+    Called inside :func:`sealed` before each hidden run: the runs of a private selection must
+    be independent draws, but a ``model_fn`` that initialises its weights from torch's global
+    generator would otherwise start run ``j`` from the ``j``-th stretch of a stream whose start
+    anyone may know (``torch.manual_seed(0)`` in a script), so the released model would tell
+    which run was the best (a lower bound on the secret number of runs).
+
+    >>> import random
+    >>> with sealed():
+    ...     reseed_global_states(np.random.default_rng(0))
+    ...     a = random.random()
+    ...     reseed_global_states(np.random.default_rng(0))
+    ...     b = random.random()
+    >>> a == b
+    True
+    """
+    try:
+        child = rng.spawn(1)[0]
+    except (TypeError, ValueError):  # a generator without a seed sequence
+        child = np.random.default_rng(rng.integers(2**63))
+    seed = int(child.integers(2**63))
+    random.seed(seed)
+    np.random.seed(seed % 2**32)  # noqa: NPY002
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
 
 
 @contextlib.contextmanager

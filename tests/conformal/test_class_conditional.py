@@ -15,6 +15,7 @@ from dpuq.conformal.class_levels import (
     padded_coverage_certificate,
 )
 from dpuq.mechanisms.class_thresholds import (
+    RankKnots,
     _class_log_weights,
     check_rank_schedule,
     class_threshold_log_distribution,
@@ -48,6 +49,8 @@ def _split(data):
 SCHEDULES = [
     pytest.param(*class_rank_schedule(8, alpha=0.2, epsilon=1.0, n_bins=M), id="certificate"),
     pytest.param(np.array([0, 1, 1, 2, 2, 2, 3]), 1, id="flat-steps"),
+    # knots: ρ = 1, 2, 2, 3, 4 on sizes 0..4, the interpolation min(R_{i+1}, R_i + n - s_i)
+    pytest.param(RankKnots(np.array([0, 2, 4]), np.array([1, 2, 4])), 1, id="knots"),
 ]
 
 

@@ -197,3 +197,17 @@ def test_loss_helpers():
             interval_losses(y, [0.0, 0.0], [0.0, 1.0, 5.0])
     with pytest.raises(ValueError, match="finite"):
         interval_losses([np.nan, 1.0], [0.0, 0.0], [0.0, np.inf])
+
+
+def test_a_release_decided_by_public_quantities_charges_nothing(tmp_path):
+    """Review 34 (issue 34, item 5): when no target is certified at (n, alpha, epsilon, m) the
+    last lambda is released whatever the data; it charged epsilon before, now 0, as calibrate."""
+    losses = np.zeros((20, 11))  # n = 20 at alpha = 0.05, epsilon = 0.5: nothing certified
+    assert certified_risk_target(20, 0.05, 0.5, 11) is None
+    ledger = dpuq.Ledger(tmp_path / "l.sqlite")
+    ledger.create_budget("d", 1.0)
+    rc = risk_control(losses, alpha=0.05, epsilon=0.5, ledger=ledger, dataset="d")
+    assert not rc.informative and rc.index == 10
+    assert rc.privacy_report.epsilon == 0.0
+    assert any("public quantities" in note for note in rc.privacy_report.notes)
+    assert [r.epsilon for r in ledger.releases("d")] == [0.0]

@@ -5,7 +5,9 @@ Every release must go through :func:`dpuq.privacy.ledger.charge` before its nois
 module of a package and builds a conservative call graph:
 
 - a *node* is a function or a method (nested functions and lambdas belong to the function that
-  holds them: a callback that charges makes its holder charging);
+  holds them: a callback that charges makes its holder charging), or a name bound at a module's
+  top level by an assignment (an alias, a ``functools.partial``, a lambda, a table of
+  functions: what its value references);
 - an *edge* is any reference to another function of the package, called or passed as a value
   (``f(...)``, ``mod.f``, ``self.f``, ``key=f``); names are resolved through every import,
   function-level ones and re-exports included;
@@ -19,9 +21,12 @@ A node draws *uncharged* when it does not charge and either draws itself, or ref
 node that draws uncharged, or passes ``ledger=CALLER_CHARGED`` (someone else paid) to a node
 that draws at all. :func:`uncharged_public` lists the public callables (every name reachable
 from the package and its public submodules without an underscore, and the public methods of
-public classes) that draw uncharged. Static and conservative: a reference counts as a call, so a
-false alarm is possible and a real bypass through dpuq's own code is not missed; what it cannot
-see is noise drawn by code dpuq does not own (Opacus, a user's ``run``).
+public classes) that draw uncharged. Static: a reference counts as a call, so a false alarm is
+possible. It is not a proof, though: a reference to ``charge`` also counts as charging, so a
+charge under a condition (``if ledger is not None: charge(...)``) or after the noise passes;
+calls by computed name (``getattr(mod, "name")``, ``globals()[...]``) are not seen; nor is noise
+drawn by code dpuq does not own (Opacus, torch, a user's ``run``). The dynamic tests of
+``test_ledger_required.py`` (every release under ``DPUQ_REQUIRE_LEDGER=1``) cover those.
 """
 
 from __future__ import annotations
@@ -62,6 +67,14 @@ class _Module:
                         self.imports[a.asname or a.name] = f"{base}.{a.name}"
         for node in tree.body:
             self._collect(node, name)
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                # ``f = _g``, ``f = functools.partial(_g, ...)``, ``f = lambda ...: _g(...)``,
+                # ``TABLE = {"k": _g}``: a public name bound to what it references
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        self.defs[f"{name}.{target.id}"] = node.value
+                        self.top_level.add(target.id)
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self.top_level.update((a.asname or a.name).split(".")[0] for a in node.names)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

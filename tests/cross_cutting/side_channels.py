@@ -164,7 +164,9 @@ def observe(fn: Callable[[], Any], workdir: Path) -> Observed:
         warnings.simplefilter("always")
         try:
             outcome = fn()
-        except Exception as exc:  # an exception is an observable
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # an exception is an observable (SystemExit too)
             exception = (type(exc).__name__, str(exc))
         global_rng = _global_rng_digest()
     files = {}

@@ -527,6 +527,13 @@ def test_the_walk_finds_a_bypass(tmp_path, monkeypatch):
             class Estimator:
                 def fit(self, x, rng):
                     return _helper(rng)
+
+            import functools
+
+            alias = _helper  # review 34: public names bound by assignment were not walked
+            partial = functools.partial(_helper)
+            lam = lambda rng: _helper(rng)  # noqa: E731
+            TABLE = {"draw": _helper}
             """,
     }
     for name, text in files.items():
@@ -535,7 +542,11 @@ def test_the_walk_finds_a_bypass(tmp_path, monkeypatch):
     found = _uncharged_public("fakepkg", pkg)
     assert found == [
         "fakepkg.api.Estimator.fit",
+        "fakepkg.api.TABLE",
+        "fakepkg.api.alias",
         "fakepkg.api.forged",
+        "fakepkg.api.lam",
+        "fakepkg.api.partial",
         "fakepkg.leaky",  # fakepkg.api.leaky, found first at the package's root
         "fakepkg.mechanisms.sampler.draw",
     ]

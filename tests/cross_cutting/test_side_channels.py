@@ -185,6 +185,20 @@ def _fragile_mean(rows, w):  # a user's statistic that fails on some data (must 
 _RNG_LOSSES = np.random.default_rng(34)
 
 
+def _hostile_mean(rows, w):
+    """A user's statistic that edits its arguments in place ("drop the flagged rows"), talks
+    (stdout, logging) and exits on some data: none of it may reach another subset or the user."""
+    import logging
+
+    flagged = np.asarray(rows)[:, 0] >= 0.999
+    w[flagged] = 0.0  # in place: must not reach any other call of f
+    print(f"dropped {int(flagged.sum())} flagged rows")
+    logging.getLogger("user.statistic").warning("dropped %d rows", int(flagged.sum()))
+    if flagged.any():
+        raise SystemExit("a flagged row")
+    return float(np.average(np.asarray(rows)[:, 0], weights=w))
+
+
 def _losses(x, d):  # loss vectors nonincreasing along a public grid, 0 at the last value
     grid = np.array([0.0, 0.25, 0.5, 0.75, np.inf])
     return (x[:, None] > grid[None, :]).astype(float)
@@ -265,6 +279,10 @@ CASES = [
         dpuq.private_confidence_interval(
             x[:, None], statistic=_fragile_mean, statistic_bounds=B, alpha=0.1, epsilon=2.0,
             random_state=0), BIG, released=_interval),
+    Case("private_confidence_interval(statistic=hostile f)", lambda x, d:
+        dpuq.private_confidence_interval(
+            x[:, None], statistic=_hostile_mean, statistic_bounds=B, alpha=0.1, epsilon=2.0,
+            n_resamples=5, random_state=0), BIG, released=_interval),
     Case("private_confidence_interval(quantile)", lambda x, d:
         dpuq.private_confidence_interval(
             x, statistic="quantile", quantile=0.9, bounds=B, alpha=0.1, epsilon=2.0,
@@ -485,3 +503,38 @@ def test_released_values_are_masked_but_nothing_else(tmp_path):
         return est
 
     assert_no_side_channel(Case("released-only", ok, BOUNDED, released=_value), tmp_path)
+
+
+# --------------------------------------------------------------------------- the user's f
+def _drop_flagged(rows, w):
+    """Plausible user code: zero the weights of flagged rows in place, then a weighted mean."""
+    w[np.asarray(rows)[:, 0] > 0.9] = 0.0
+    return float(np.average(np.asarray(rows)[:, 0], weights=w)) if w.sum() > 0 else 0.5
+
+
+def _write_rows(rows, w):
+    """User code that writes into its rows (and would carry them into the next call)."""
+    rows[:, 0] = np.maximum(rows[:, 0], 0.5)
+    return float(np.average(rows[:, 0], weights=w))
+
+
+@pytest.mark.parametrize("f", [_drop_flagged, _write_rows])
+def test_an_f_that_edits_its_arguments_changes_only_its_own_subset(f):
+    """Issue 33: one weight array was shared by every subset's call, so an f that zeroed
+    weights in place carried one subset's data into all later subsets' estimates. Replace one
+    record at a time (flagged and unflagged values): at most one subset's summaries change."""
+    from dpuq.inference.general import _check_statistic_bounds, subset_summaries
+
+    x = np.random.default_rng(5).uniform(0.0, 0.8, size=(24, 1))
+    lo, hi, _ = _check_statistic_bounds(B)
+
+    def summaries(data):
+        return subset_summaries(data, f, lo, hi, n_subsets=4, n_resamples=3, vectorized=False,
+                                rng=np.random.default_rng(3))  # fmt: skip
+
+    ref = summaries(x)
+    for i in range(x.shape[0]):
+        for value in (0.95, 0.99, 0.1):
+            got = summaries(replace_one(x, i, value))
+            changed = np.any(got.theta != ref.theta, axis=1) | np.any(got.sd != ref.sd, axis=1)
+            assert changed.sum() <= 1, (i, value, changed)

@@ -109,6 +109,28 @@ def test_clamped_means_of_neighbours_move_by_at_most_2w_over_s():
     assert max(moves) == pytest.approx(2 * w / theta.size)  # attained: the check can fail
 
 
+def test_an_interrupt_inside_f_aborts_before_the_charge_and_other_exits_do_not(tmp_path):
+    """Issue 33: KeyboardInterrupt aborts with nothing charged; SystemExit (a library's
+    sys.exit on some data) is "no estimate" like any other failure of f."""
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=5.0)
+    x = np.random.default_rng(0).uniform(size=3000)
+
+    def interrupted(rows, w):
+        raise KeyboardInterrupt
+
+    def exits(rows, w):
+        raise SystemExit(1)
+
+    kw = {"statistic_bounds": (0, 1), "alpha": 0.1, "epsilon": 2.0, "n_resamples": 3,
+          "random_state": 0, "ledger": led, "dataset": "d"}  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        dpuq.private_confidence_interval(x, statistic=interrupted, **kw)
+    assert led.status("d").spent_epsilon == 0.0
+    ci = dpuq.private_confidence_interval(x, statistic=exits, **kw)  # every subset: the centre
+    assert ci.estimate == pytest.approx(0.5, abs=0.01) and led.status("d").spent_epsilon == 2.0
+
+
 def test_the_release_charges_and_reports_the_total_epsilon(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("d", epsilon=1.5)

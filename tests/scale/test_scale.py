@@ -358,6 +358,27 @@ def test_calibrate_by_class_on_dask_equals_memory_and_validates(client):
         assert str(got.value) == str(want.value)
 
 
+def test_calibrate_by_class_beyond_the_dense_schedule_dask_equals_memory(client):
+    """Classes of ~10^5 points: the rank schedule is sparse knots and the mechanism samples
+    class by class; the Dask release still equals the in-memory one (issue 38)."""
+    rng = np.random.default_rng(11)
+    labels = rng.integers(0, 2, size=220_000)
+    scores = rng.beta(2.0, 5.0, size=labels.size) * (1 + labels) / 2
+    kw = {"alpha": 0.1, "epsilon": 1.0, "n_bins": 5_000}
+    for seed in (0, 1, 2):
+        ref = dpuq.calibrate_by_class(scores, labels, 2, **kw, random_state=seed)
+        got = dpuq.calibrate_by_class(
+            da.from_array(scores, chunks=50_000),
+            da.from_array(labels, chunks=70_000),
+            2,
+            **kw,
+            random_state=seed,
+        )
+        assert got == ref
+    assert len({dpuq.calibrate_by_class(scores, labels, 2, **kw, random_state=s).thresholds
+                for s in range(6)}) > 1  # fmt: skip
+
+
 def test_dask_dataframe_column_is_accepted(client):
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")

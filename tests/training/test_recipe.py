@@ -15,11 +15,7 @@ from torch import nn  # noqa: E402
 
 from dpuq.privacy.accounting import calibrate_noise_multiplier, gdp_mu_for_budget, pld_epsilon  # noqa: E402
 from dpuq.training import predict_proba, train_classifier  # noqa: E402
-from dpuq.training.features import (  # noqa: E402
-    choose_model_family,
-    scatter_features,
-    synthetic_images,
-)
+from dpuq.training.features import synthetic_images  # noqa: E402
 from dpuq.training.recipe import auto_recipe  # noqa: E402
 
 
@@ -161,19 +157,6 @@ class TestFeatures:
         norm = [(shifted[i].ravel() / shifted[i].max(), shifted[j].ravel() / shifted[j].max())
                 for i, j in pairs]  # fmt: skip
         assert any(not np.allclose(p, q, atol=1e-3) for p, q in norm)
-
-    def test_model_family_rule(self):
-        assert choose_model_family(500, 3.0)[0] == "features"
-        assert choose_model_family(20_000, 1.0)[0] == "cnn"
-
-    def test_features_are_per_example(self):
-        """A person's features depend on their own image only (no shared statistics)."""
-        x, _ = synthetic_images(30, side=28, seed=4)
-        full = scatter_features(x)
-        alone = scatter_features(x[:1])
-        np.testing.assert_allclose(full[:1], alone, rtol=1e-4, atol=1e-5)
-        assert full.shape == (30, 17 * 49)
-        assert np.allclose(full.mean(1), 0, atol=1e-4)
 
 
 class TestAccuracy:

@@ -138,19 +138,31 @@ class TestRelease:
         assert a == b
 
     def test_frequencies_follow_the_exact_law(self, rng):
+        """The release follows the exposed law (default base measure and tolerance)."""
         from scipy.stats import chisquare
+
+        from dpuq.training.temperature import temperature_release_log_probabilities
 
         z, y = _overconfident(rng, 50, k=3)
         grid = np.array([0.5, 1.0, 2.0, 4.0])
-        p = np.exp(
+        p = np.exp(temperature_release_log_probabilities(z, y, epsilon=1.0, temperatures=grid))
+        plain = temperature_release_log_probabilities(
+            z, y, epsilon=1.0, temperatures=grid, identity_weight=0.0, tolerance=0.0
+        )
+        np.testing.assert_allclose(
+            plain,
             exponential_mechanism_log_probabilities(
                 temperature_utilities(z, y, grid), epsilon=1.0, sensitivity=2.0
-            )
+            ),
         )
         gen = np.random.default_rng(11)
         draws = [
             private_temperature_scaling(
-                z, y, epsilon=1.0, temperatures=grid, random_state=gen
+                z,
+                y,
+                epsilon=1.0,
+                temperatures=grid,
+                random_state=gen,
             ).temperature
             for _ in range(2000)
         ]
@@ -217,3 +229,66 @@ def test_the_result_is_usable_as_the_temperature():
     np.testing.assert_allclose(softmax_with_temperature(z, result), softmax_with_temperature(z, T))
     clf = dpuq.PrivateConformalClassifier.from_logits(lambda x: x, temperature=result, epsilon=1.0)
     np.testing.assert_allclose(clf.estimator.predict_proba(z), dpuq.softmax(z, T))
+
+
+class TestDoNoHarm:
+    """Issue 35: private TS made a calibrated model's ECE worse on 200 held-out people."""
+
+    @staticmethod
+    def _calibrated(rng, n, t0=1.0, k=10):
+        z = rng.normal(size=(n, k)) * 2.0
+        z[np.arange(n), rng.integers(0, k, n)] += 4.0
+        p = softmax_with_temperature(z, t0)  # labels drawn from the model (at T = t0)
+        return z, np.minimum((rng.random((n, 1)) > p.cumsum(1)).sum(1), k - 1)
+
+    def _expected_ece(self, t0, reps=30, **kw):
+        """Mean over held-out draws of E[ECE after TS] (exact law) and ECE at T = 1."""
+        from dpuq.training.temperature import temperature_release_log_probabilities
+
+        rng = np.random.default_rng(7)
+        grid = default_temperature_grid()
+        after, before = [], []
+        for _ in range(reps):
+            z, y = self._calibrated(rng, 200, t0)
+            zt, yt = self._calibrated(rng, 1000, t0)
+            p = np.exp(temperature_release_log_probabilities(z, y, epsilon=3.0, **kw))
+            keep = np.flatnonzero(p > 1e-9)  # the rest weighs < 2e-7 in all
+            eces = [expected_calibration_error(softmax_with_temperature(zt, t), yt)
+                    for t in grid[keep]]  # fmt: skip
+            after.append(float(p[keep] @ eces))
+            before.append(expected_calibration_error(softmax_with_temperature(zt, 1.0), yt))
+        return float(np.mean(after)), float(np.mean(before))
+
+    def test_calibrated_model_is_not_made_worse_in_expectation(self):
+        after, before = self._expected_ece(1.0)
+        assert after <= before + 0.002  # simulated: 0.0369 against 0.0355
+        # the old mechanism (no base measure, no tolerance) made it worse by 0.009
+        old, _ = self._expected_ece(1.0, identity_weight=0.0, tolerance=0.0)
+        assert old > before + 0.004
+
+    def test_miscalibrated_model_is_still_fixed(self):
+        after, before = self._expected_ece(2.0, reps=10)  # overconfident: true T = 2
+        assert after < 0.5 * before
+
+    def test_law_is_epsilon_dp_on_neighbours_with_the_defaults(self, rng):
+        from dpuq.training.temperature import temperature_release_log_probabilities
+
+        z, y = _overconfident(rng, 40, k=3)
+        grid = np.geomspace(0.2, 5, 25)
+        lp = temperature_release_log_probabilities(z, y, epsilon=0.7, temperatures=grid)
+        for _ in range(50):
+            z2, y2 = z.copy(), y.copy()
+            i = rng.integers(40)
+            z2[i], y2[i] = rng.normal(size=3) * rng.choice([0.1, 3, 30]), rng.integers(3)
+            lp2 = temperature_release_log_probabilities(z2, y2, epsilon=0.7, temperatures=grid)
+            assert np.abs(lp - lp2).max() <= 0.7 + 1e-9
+
+    @pytest.mark.parametrize(
+        ("kw", "match"),
+        [({"identity_weight": 1.0}, "identity_weight"), ({"tolerance": -1}, "tolerance"),
+         ({"tolerance": "big"}, "tolerance"), ({"tolerance": 2.0, "loss": "nll"}, "tolerance")],
+    )  # fmt: skip
+    def test_bad_settings(self, kw, match, rng):
+        z, y = _overconfident(rng, 20, k=3)
+        with pytest.raises(ValueError, match=match):
+            private_temperature_scaling(z, y, epsilon=1.0, **kw)

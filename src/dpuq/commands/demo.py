@@ -107,6 +107,13 @@ def register(subparsers) -> None:
         default=None,
         help="held-out people for temperature scaling (digits 200, Fashion-MNIST 2000)",
     )
+    p.add_argument(
+        "--training-runs",
+        type=int,
+        default=None,
+        help="trainings of each private model, to show how much one random run varies "
+        "(3; quick: 1)",
+    )
     p.add_argument("--out", default="dpuq-report", help="report folder (dpuq-report)")
     p.add_argument("--no-report", action="store_true", help="print the table only")
     p.add_argument("--quick", action="store_true", help="a smaller, faster run (under a minute)")
@@ -175,6 +182,7 @@ def _run(args: argparse.Namespace) -> int:
         temperature_scaling=args.temperature_scaling,
         temperature_epsilon=args.temperature_epsilon,
         n_temperature=args.n_temperature,
+        training_runs=args.training_runs,
     )
     result = run_demo(config, show_progress=not args.no_progress)
     print(format_demo(result))

@@ -28,8 +28,8 @@ from dpuq._validation import (
     check_scores,
 )
 from dpuq.conformal.calibration import UninformativeReleaseWarning
-from dpuq.conformal.class_levels import auto_class_bins, class_rank_schedule
-from dpuq.mechanisms.class_thresholds import class_thresholds
+from dpuq.conformal.class_levels import auto_class_bins, class_rank_knots
+from dpuq.mechanisms.class_thresholds import class_thresholds, rank_at
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.privacy.ledger import CALLER_CHARGED, charge
 from dpuq.privacy.report import PrivacyReport, Relation
@@ -118,8 +118,7 @@ def calibrate_by_class(
     For every class y and a new exchangeable point of that class,
     ``P(S(X, y) <= T_y | Y = y) >= 1 - alpha``, whatever the class sizes (proof in
     ``docs/how-to/class_conditional.md``). The price: a class with few calibration points gets a
-    high
-    threshold (its label enters many sets); an empty class gets ``T = 1`` with probability at
+    high threshold (its label enters many sets); an empty class gets ``T = 1`` with probability at
     least ``1 - alpha``.
 
     Privacy: ε-DP, δ = 0, under replace-one with ``n`` public (each class: ε/2 under
@@ -176,9 +175,10 @@ def calibrate_by_class(
         m = auto_class_bins(n, k, a, eps)
     else:
         m = check_positive_int(n_bins, "n_bins", minimum=2)
-    schedule, pad = class_rank_schedule(n, alpha=a, epsilon=eps, n_bins=m)
+    # knots, not a table of n + 1 ranks: O(2^15 log n) public numbers on the client
+    schedule, pad = class_rank_knots(n, alpha=a, epsilon=eps, n_bins=m)
     notes: list[str] = []
-    if schedule[n] >= n:  # public: even a class holding all n points targets the padding
+    if rank_at(schedule, [n])[0] >= n:  # public: a class of all n points targets the padding
         msg = (
             f"n={n} calibration points are too few at alpha={a:g}, epsilon={eps:g} for "
             "informative class-conditional sets: every class's threshold is 1 (full sets) with "

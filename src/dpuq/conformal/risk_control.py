@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq.conformal.calibration import PUBLIC_DECIDED
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.mechanisms.risk import (
     _risk_selection_rows,
@@ -28,6 +29,7 @@ from dpuq.mechanisms.risk import (
 )
 from dpuq.privacy.ledger import charge
 from dpuq.privacy.report import PrivacyReport, Relation
+from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
     "PrivateRiskControl",
@@ -124,13 +126,16 @@ def risk_control(
     ``λ_m`` is the trivial answer (the whole label set, the whole line: loss 0 by construction;
     the last column of ``losses`` is never read, and ``trivial`` says when it was released)
     (docs/how-to/risk_control.md). When no target is certified, ``λ_m`` is released (risk 0),
-    nothing is sampled, and the report says so.
+    nothing is sampled: public quantities alone decided it, so it charges ε = 0 and the report says
+    so.
 
     Parameters
     ----------
-    losses : array-like of shape (n, m)
+    losses : array-like of shape (n, m), or a Dask array / DataFrame
         ``losses[i, j] = L_i(λ_j)`` in [0, 1], nonincreasing in j; the last column stands for
-        the trivial answer and is taken as 0 (:func:`with_trivial_answer` appends one).
+        the trivial answer and is taken as 0 (:func:`with_trivial_answer` appends one). Dask
+        input is validated and reduced to the m sums on the workers (exactly: the same release
+        as in memory for the same seed; see docs/how-to/scale.md).
     alpha : float
         Risk level in (0, 1).
     epsilon : float
@@ -157,14 +162,20 @@ def risk_control(
     """
     a = check_in_open_unit(alpha, "alpha")
     eps = check_epsilon(epsilon)
-    arr = check_losses(losses)
-    n, m = arr.shape
+    if is_dask_collection(losses):  # exact sums and checks on the workers, before the charge
+        from dpuq.scale._dask import dask_loss_sums
+
+        arr, (dask_sums, n) = None, dask_loss_sums(losses)
+        m = dask_sums.size
+    else:
+        arr, dask_sums = check_losses(losses), None
+        n, m = arr.shape
     lam = _check_lambdas(lambdas, m)
     target = certified_risk_target(n, a, eps, m)
     charge(
         ledger,
         dataset,
-        eps,
+        eps if target is not None else 0.0,  # none: public quantities alone decide it
         what="risk_control: private conformal risk control",
         random_state=random_state,
         settings={"alpha": a, "n": int(n), "n_lambdas": int(m)},
@@ -177,14 +188,16 @@ def risk_control(
             f"n={n}, epsilon={eps:g}, m={m}; the largest lambda (loss 0) is released, nothing "
             "was sampled"
         )
+        notes.append(PUBLIC_DECIDED)
     else:
-        sums = loss_sums(arr)[None, :]  # the only step that reads the data
+        # the only step that reads the data (Dask: the same floats, summed on the workers)
+        sums = (loss_sums(arr) if arr is not None else dask_sums)[None, :]
         index = int(_risk_selection_rows(sums, n, target, eps, check_random_state(random_state))[0])
         cert = risk_certificate(n, target, eps, m)
     report = PrivacyReport(
         mechanism="exponential mechanism over a public lambda grid (private conformal risk "
         "control; dpuq docs/how-to/risk_control.md)",
-        epsilon=eps,
+        epsilon=eps if target is not None else 0.0,
         delta=0.0,
         relation=Relation.REPLACE_ONE,
         sensitivity=(

@@ -122,6 +122,22 @@ def _n_temperature(config: DemoConfig, n_train: int) -> int:
     return n
 
 
+def _training_runs(config: DemoConfig) -> int:
+    runs = config.training_runs
+    if runs is None:
+        runs = 1 if config.quick else 3
+    return check_positive_int(runs, "training_runs")
+
+
+def _accuracy_over_runs(models: list[TrainedModel], y_pool: np.ndarray) -> None:
+    """Each model's accuracy on the pool people in every training run (measurement only)."""
+    n = y_pool.size
+    for m in models:
+        runs = m.info.pop("run probs", None)
+        if runs is not None:
+            m.info["accuracy over runs"] = [float(np.mean(p[:n].argmax(1) == y_pool)) for p in runs]
+
+
 def _load_fashion_mnist(config: DemoConfig):
     from dpuq.data import FASHION_MNIST_CLASSES, load_fashion_mnist
 
@@ -263,7 +279,9 @@ def run_demo(config: DemoConfig, *, show_progress: bool = True) -> DemoResult:
             seed=seed if config.seed is not None else seed >> 65,  # torch takes 63 bits
             show_progress=show_progress,
             quick=config.quick,
+            training_runs=_training_runs(config),
         )
+        _accuracy_over_runs(models, data.y_pool)
         if data.x_temperature is not None:
             n_pool = data.y_pool.size
             held_out = [m.probs[n_pool:] for m in models]

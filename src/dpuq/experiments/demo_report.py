@@ -15,6 +15,7 @@ from dpuq.experiments.demo_results import (
     gap_text,
     model_choice_text,
     privacy_text,
+    spread_text,
     table_rows,
 )
 from dpuq.reporting import markdown_table, write_experiment
@@ -362,7 +363,7 @@ def write(result, out: str | Path, command: str, show_progress: bool = False) ->
             f"(about {round(100 * result.config.alpha)} in 100 may)."
         ),
         caveats=_caveats(result),
-        summary=_summary(result) + ([gap_text(result)] if gap_text(result) else []),
+        summary=_summary(result) + [t for t in (gap_text(result), spread_text(result)) if t],
         table_notes=_table_notes(),
         privacy_intro=_privacy_intro(result),
         glossary=_glossary(),

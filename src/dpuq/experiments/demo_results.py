@@ -23,6 +23,7 @@ __all__ = [
     "PipelineResult",
     "format_demo",
     "privacy_text",
+    "spread_text",
     "table_rows",
 ]
 
@@ -49,6 +50,7 @@ class DemoConfig:
     temperature_scaling: bool = True  # private models: private temperature scaling
     temperature_epsilon: float | None = None  # default: the calibration ε
     n_temperature: int | None = None  # held-out people for it (default per data set)
+    training_runs: int | None = None  # trainings of each private model (default 3; quick: 1)
     model_name: str | None = None  # --probs: the user's name for the model
     dataset_name: str | None = None  # --probs: the user's name for the data set
     declared_training: bool = False  # --probs: train_epsilon/delta declared by the user
@@ -279,6 +281,36 @@ def gap_text(result: DemoResult) -> str:
     )
 
 
+def spread_text(result: DemoResult) -> str:
+    """Plainly: each private row is one random training run, and how much runs vary."""
+    parts = []
+    for m in result.models:
+        accs = m.info.get("accuracy over runs")
+        if m.privacy is None or not accs or "+ private TS" in m.name:
+            continue
+        if len(accs) == 1:
+            parts.append(f"{m.name} {100 * accs[0]:.1f} %")
+        else:
+            parts.append(
+                f"{m.name} median {100 * float(np.median(accs)):.1f} % (range "
+                f"{100 * min(accs):.1f}–{100 * max(accs):.1f} %)"
+            )
+    if not parts:
+        return ""
+    n = max(len(m.info.get("accuracy over runs") or []) for m in result.models)
+    if n == 1:
+        return (
+            "Each private row is one random training run (one seed): another run on the same "
+            "people can differ by several points. Accuracy: " + "; ".join(parts) + "."
+        )
+    return (
+        f"Training is random: each private model was trained {n} times on the same people "
+        "(other seeds); the table shows the first run. Accuracy over the runs: "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def format_demo(result: DemoResult) -> str:
     """The terminal summary."""
     c = result.config
@@ -296,5 +328,8 @@ def format_demo(result: DemoResult) -> str:
     gap = gap_text(result)
     if gap:
         lines += ["", "Private vs non-private: " + gap]
+    spread = spread_text(result)
+    if spread:
+        lines += ["", spread]
     lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)

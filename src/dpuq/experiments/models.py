@@ -64,8 +64,13 @@ def train_three_ways(
     seed: int = 0,
     show_progress: bool = True,
     quick: bool = False,
+    training_runs: int = 3,
 ) -> list[TrainedModel]:
     """Train non-private, DP-SGD and DP-SGLD models; return their outputs on ``x_eval``.
+
+    Each private model is trained ``training_runs`` times (seeds ``[seed, i, r]``): the first
+    run is the model returned; every run's outputs on ``x_eval`` are in
+    ``info["run probs"]`` so that the caller can show how much one random run can vary.
 
     Parameters
     ----------
@@ -83,7 +88,12 @@ def train_three_ways(
     show_progress : bool
     quick : bool
         Fewer epochs (a smoke test).
+    training_runs : int, default 3
+        Trainings of each private model (the spread of a random run; issue 35).
     """
+    from dpuq._validation import check_positive_int
+
+    runs = check_positive_int(training_runs, "training_runs")
     try:
         import opacus  # noqa: F401
         import torch  # noqa: F401
@@ -96,41 +106,39 @@ def train_three_ways(
         why = "dpuq.training (DP-SGD, DP-SGLD) is not in this version"
         return [_sklearn_fallback(x_train, y_train, x_eval, n_classes, seed, why)]
     return _train_torch(
-        x_train, y_train, x_eval, n_classes, epsilon, delta, epochs, seed, show_progress, quick
-    )
+        x_train, y_train, x_eval, n_classes, epsilon, delta, epochs, seed, show_progress, quick,
+        runs,
+    )  # fmt: skip
 
 
 def model_family(n_train: int, side: int, epsilon: float) -> tuple[str, str]:
     """The demo's model family from public quantities (N, image side, ε) and the reason.
 
     :func:`dpuq.training.features.choose_model_family` (Tramèr and Boneh 2021) picks fixed
-    features + a linear head for small ``N·ε``. The fixed features are scattering features for
-    images larger than 16 pixels; for smaller ones the scattering filters (9×9 at the first
-    scale) are larger than the image, so the pixels themselves are the fixed features.
+    features + a linear head below ``N·ε = 500,000``; the features are
+    :func:`dpuq.training.features.fixed_features` (second-order scattering; for images under
+    16 pixels the pixels beside one-scale scattering).
     """
-    from dpuq.training.features import choose_model_family
+    from dpuq.training.features import SMALL_IMAGE_SIDE, choose_model_family
 
     family, why = choose_model_family(n_train, epsilon)
-    if family == "features" and side <= 16:
-        return "pixels", why.replace(
-            "fixed scattering features", f"the {side}×{side} pixels as fixed features"
-        ) + f" (scattering filters are larger than {side}-pixel images)"
+    if family == "features" and side < SMALL_IMAGE_SIDE:
+        why += f" (a {side}×{side} image: its pixels beside one-scale scattering features)"
     return family, why
 
 
 def _inputs(family: str, x: np.ndarray) -> np.ndarray:
-    from dpuq.training.features import scatter_features
+    from dpuq.training.features import fixed_features
 
-    if family == "pixels":
-        return np.asarray(x.reshape(len(x), -1), dtype=np.float32)
     if family == "features":
-        return scatter_features(x)
+        return fixed_features(x)
     return np.asarray(x[:, None], dtype=np.float32)
 
 
 def _train_torch(
-    x_train, y_train, x_eval, n_classes, epsilon, delta, epochs, seed, show_progress, quick
-) -> list[TrainedModel]:
+    x_train, y_train, x_eval, n_classes, epsilon, delta, epochs, seed, show_progress, quick,
+    training_runs=1,
+) -> list[TrainedModel]:  # fmt: skip
     import torch
 
     side = int(x_train.shape[-1])
@@ -152,35 +160,41 @@ def _train_torch(
         ]
         models = []
         for i, (name, kwargs) in enumerate(runs):
-            torch.manual_seed(seed + i)
-            if family == "cnn":
-                from dpuq.training import small_cnn
-
-                net = small_cnn(n_classes, image_size=side)
-            else:
-                net = torch.nn.Linear(xt.shape[1], n_classes)
             extra = {}
             if epochs is not None:
                 extra["epochs"] = float(epochs)
             elif quick and family == "cnn":
                 extra["epochs"] = 2.0
-            models.append(
-                _run_one(name, net, (xt, yt), xe, kwargs, extra, seed, i, show_progress,
-                         family, why)
-            )  # fmt: skip
+            repeats = []
+            for r in range(1 if name == NOT_PRIVATE else training_runs):
+                torch.manual_seed(seed + i + 1000 * r)
+                if family == "cnn":
+                    from dpuq.training import small_cnn
+
+                    net = small_cnn(n_classes, image_size=side)
+                else:
+                    net = torch.nn.Linear(xt.shape[1], n_classes)
+                # the switch to dpuq.DPClassifier (issue 35, item 1) goes here and in _run_one
+                repeats.append(
+                    _run_one(name, net, (xt, yt), xe, kwargs, extra, seed, i, show_progress,
+                             family, why, r)
+                )  # fmt: skip
+            first = repeats[0]
+            first.info["run probs"] = [m.probs for m in repeats]
+            models.append(first)
     finally:
         torch.set_num_threads(threads)
     return models
 
 
-def _run_one(name, net, data, xe, kwargs, extra, seed, i, show_progress, family, why):
+def _run_one(name, net, data, xe, kwargs, extra, seed, i, show_progress, family, why, r=0):
     from dpuq.training import predict_proba, train_classifier
 
     start = time.perf_counter()
     net, report = train_classifier(
         net,
         data,
-        random_state=np.random.default_rng([seed, i]),
+        random_state=np.random.default_rng([seed, i] if r == 0 else [seed, i, r]),
         show_progress=show_progress,
         ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
         **kwargs,

@@ -3,28 +3,50 @@
 Partition the rows into disjoint subsets, resample each by weights, call the user's
 ``f(rows, sample_weight)`` on one subset at a time and clamp its output to the public bounds.
 The privacy argument that rests on this (one person changes one subset's summaries) is at the
-top of :mod:`dpuq.inference.general`.
+top of :mod:`dpuq.inference.general`. It needs every call of ``f`` to be a function of its own
+subset's rows, so ``f`` (user code: hostile until shown otherwise) is isolated:
+
+- every call gets its **own fresh** ``sample_weight`` array, and its rows are a **read-only**
+  array (a fresh copy for a DataFrame): an ``f`` that edits its arguments in place ("drop the
+  flagged rows" by zeroing their weights) cannot carry one subset's data into another call;
+- during the calls, ``f``'s warnings, ``stdout``/``stderr`` and log records (``logging``
+  is disabled for the duration, then restored) are swallowed, never replayed;
+- any ``BaseException`` that ``f`` raises counts as "no estimate" (the centre of the bounds),
+  except ``KeyboardInterrupt``: the summaries are computed **before** the budget is charged,
+  so an interrupt aborts the release with nothing charged and nothing released.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from numbers import Integral, Real
 
 import numpy as np
 
 from dpuq._validation import check_in_open_unit, check_work
 from dpuq.scale.sources import is_dask_collection
 
-__all__ = ["ESTIMATION_ERRORS", "SubsetSummaries", "subset_summaries", "weighted_quantile"]
+__all__ = [
+    "ESTIMATION_ERRORS",
+    "SubsetSummaries",
+    "jackknife_correct",
+    "jackknife_weights",
+    "subset_summaries",
+    "weighted_quantile",
+]
 
 #: Failures of ``f`` that count as "no estimate on this subset" (the centre of the bounds):
-#: every ``Exception``, and an output of the wrong size or type. Whether ``f`` fails on a
-#: subset depends on the data, so no failure may escape as an error or a warning (it would
-#: tell neighbouring data sets apart after the budget was charged). A statistic that fails
-#: everywhere gives the whole ``statistic_bounds``; test ``f`` on public or synthetic data.
-ESTIMATION_ERRORS = (Exception,)
+#: every ``BaseException`` but ``KeyboardInterrupt`` (``SystemExit`` from a library included),
+#: and an output of the wrong size or type. Whether ``f`` fails on a subset depends on the
+#: data, so no failure may escape as an error or a warning (it would tell neighbouring data
+#: sets apart). A statistic that fails everywhere gives the whole ``statistic_bounds``; test
+#: ``f`` on public or synthetic data.
+ESTIMATION_ERRORS = (BaseException,)
 
 
 def _rows(x):
@@ -41,7 +63,118 @@ def _rows(x):
     arr = np.asarray(x)
     if arr.ndim not in (1, 2):
         raise ValueError(f"x must be an (n,) or (n, d) array or a DataFrame, got {arr.ndim} dims")
-    return arr.shape[0], lambda idx: arr[idx]
+    return arr.shape[0], lambda idx: _read_only(arr[idx])
+
+
+def _read_only(rows: np.ndarray) -> np.ndarray:
+    rows.flags.writeable = False
+    return rows
+
+
+def _fresh_rows(rows):
+    """The rows for one call of ``f``: a read-only array as is, a DataFrame copied."""
+    return rows.copy() if hasattr(rows, "iloc") else rows
+
+
+@contextlib.contextmanager
+def isolated_calls() -> Iterator[None]:
+    """Swallow what ``f`` could emit while it runs: warnings, stdout, stderr, log records.
+
+    ``logging.disable`` is process-wide: log records of other threads are dropped too while
+    the subsets are summarised (the previous level is restored afterwards).
+    """
+    previous = logging.root.manager.disable
+    sink = io.StringIO()
+    try:
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(sink),
+            contextlib.redirect_stderr(sink),
+        ):
+            warnings.simplefilter("ignore")
+            logging.disable(logging.CRITICAL)
+            yield
+    finally:
+        logging.disable(previous)
+
+
+# --- public settings (data-free) -----------------------------------------------------------------
+
+#: Candidates of the ``log sd`` median: step and span below the bounds' width.
+LOG_SD_STEP, LOG_SD_SPAN = 0.25, math.log(1e6)
+#: Smallest subset the automatic number of subsets allows.
+MIN_AUTO_SUBSET = 20
+
+
+def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(lo, hi, scalar)``: public bounds of f's output, arrays of shape ``(p,)``."""
+    try:
+        lo, hi = statistic_bounds
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"statistic_bounds must be a pair (lower, upper), got {statistic_bounds!r}"
+        ) from None
+    scalar = all(isinstance(v, Real | np.floating | np.integer) for v in (lo, hi))
+    try:
+        lo_a = np.atleast_1d(np.asarray(lo, dtype=float))
+        hi_a = np.atleast_1d(np.asarray(hi, dtype=float))
+    except (TypeError, ValueError):
+        raise TypeError("statistic_bounds must hold numbers or 1-d arrays of numbers") from None
+    if lo_a.ndim != 1 or lo_a.shape != hi_a.shape or lo_a.size == 0:
+        raise ValueError("statistic_bounds must be two numbers or two 1-d arrays of one length")
+    if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
+        raise ValueError("statistic_bounds must be finite")
+    if not np.all(lo_a < hi_a):
+        raise ValueError("statistic_bounds must satisfy lower < upper in every coordinate")
+    return lo_a, hi_a, scalar
+
+
+def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) -> float:
+    """Bound on the probability that a private location lands on a candidate whose window
+    holds none of the ``s`` values, when some window holds half of them: ``G exp(-ε s / 4)``.
+
+    The exponential mechanism (sensitivity 1) weighs a candidate by ``exp(ε u / 2)``; the
+    location the values cluster at has ``u >= s/2`` when at least half of them lie in its
+    window, and each of the ``G`` candidates with ``u = 0`` then has probability at most
+    ``exp(-ε s / 4)``. A function of public quantities only (``G``, ε, ``s``).
+
+    Examples
+    --------
+    >>> round(location_failure_bound(56, 0.15, 200), 4)
+    0.031
+    """
+    return float(n_candidates * math.exp(-epsilon * n_subsets / 4.0))
+
+
+def _log_sd_grid(lo: float, hi: float) -> np.ndarray:
+    top = math.log(hi - lo)
+    return np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
+
+
+def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
+    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(200/ε))``, at most ``n // 20`` (at least 1).
+
+    The estimate's noise against its standard error is about ``7/(ε sqrt(s))`` and each
+    private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
+    at least 20 rows keep the subset estimates' bias small. Data-independent.
+    """
+    if isinstance(n_subsets, str):
+        if n_subsets != "auto":
+            raise ValueError(f"n_subsets must be 'auto' or an integer >= 1, got {n_subsets!r}")
+        s = max(math.floor(math.sqrt(n / epsilon)), math.ceil(200.0 / epsilon))
+        s = max(1, min(s, n // MIN_AUTO_SUBSET))
+    elif isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
+        raise TypeError(f"n_subsets must be 'auto' or an integer, got {n_subsets!r}")
+    else:
+        s = int(n_subsets)
+        if s < 1:
+            raise ValueError(f"n_subsets must be an integer >= 1, got {s}")
+    if n < 2 * s:
+        raise ValueError(
+            f"n_subsets={s} needs n >= {2 * s} rows (2 per subset); x has n={n}. Use fewer "
+            "subsets or more data"
+        )
+    return s
 
 
 # --- the subsets' summaries (not private) -------------------------------------------------------
@@ -70,6 +203,8 @@ def _clean(values, lo, hi, shape) -> np.ndarray:
         if v.size != math.prod(shape):
             raise ValueError
         v = v.reshape(shape)
+    except KeyboardInterrupt:
+        raise
     except ESTIMATION_ERRORS:
         v = np.full(shape, np.nan)
     v = np.where(np.isfinite(v), v, (lo + hi) / 2.0)
@@ -77,13 +212,44 @@ def _clean(values, lo, hi, shape) -> np.ndarray:
 
 
 def _call(f, rows, weights, lo, hi, shape) -> np.ndarray:
+    """One call of ``f`` on its own copy of the weights (inside :func:`isolated_calls`)."""
     try:
-        with warnings.catch_warnings():  # a warning from f would depend on the data
-            warnings.simplefilter("ignore")
-            out = f(rows, weights)
+        out = f(_fresh_rows(rows), np.array(weights, dtype=float))
+    except KeyboardInterrupt:  # the user's interrupt: the release has not been charged yet
+        raise
     except ESTIMATION_ERRORS:
         out = np.full(shape, np.nan)
     return _clean(out, lo, hi, shape)
+
+
+def jackknife_weights(b: int, n: int, groups: int) -> tuple[np.ndarray, int]:
+    """``(W, d)``: the ``g`` delete-a-group weight vectors of a subset of ``b`` rows.
+
+    Group ``j`` is positions ``j d .. (j+1) d - 1`` with ``d = b // g`` (the partition is a
+    uniformly random permutation, so these are random groups); row ``j`` of ``W`` weighs the
+    group 0 and every other row ``n / (b - d)`` (total weight ``n``, as every call). Public.
+
+    Examples
+    --------
+    >>> w, d = jackknife_weights(4, 8, 2)
+    >>> w.tolist(), d
+    ([[0.0, 0.0, 4.0, 4.0], [4.0, 4.0, 0.0, 0.0]], 2)
+    """
+    d = b // groups
+    w = np.full((groups, b), n / (b - d))
+    for j in range(groups):
+        w[j, j * d : (j + 1) * d] = 0.0
+    return w, d
+
+
+def jackknife_correct(theta, deleted, b: int, d: int, lo, hi) -> np.ndarray:
+    """Delete-``d`` jackknife bias correction, clamped: ``(b θ - (b - d) mean_j θ_(-j)) / d``.
+
+    ``theta`` ``(..., p)``, ``deleted`` ``(..., g, p)``. For a bias ``a/b + O(1/b²)`` the
+    ``a/b`` term cancels exactly (``a/d - a/d``); linear statistics are unchanged.
+    """
+    corrected = (b * theta - (b - d) * deleted.mean(axis=-2)) / d
+    return np.clip(corrected, lo, hi)
 
 
 def subset_summaries(
@@ -97,17 +263,21 @@ def subset_summaries(
     vectorized: bool,
     rng: np.random.Generator,
     resample_size: str = "subset",
+    jackknife_groups: int = 0,
 ) -> SubsetSummaries:
     """Partition, resample and summarise (step 1-2 of the module docstring; not a release).
 
     Draws the permutation and then the weights from ``rng`` before touching the data, so two
     neighbouring data sets with the same generator state see the same partition and weights.
+    With ``jackknife_groups = g > 0`` each subset's estimate is bias-corrected by the
+    delete-a-group jackknife on its own rows (:func:`jackknife_correct`; ``g`` more calls).
     """
     n, take = _rows(x)
     s, tt, p = n_subsets, n_resamples, lo.size
     b = n // s
+    g = min(int(jackknife_groups), b // 2)
     check_work(
-        s * tt * b,
+        s * (tt + g) * b,
         f"n_subsets x n_resamples x subset size = {s:,} x {tt:,} x {b:,}",
         "use fewer resamples (n_resamples)",
     )
@@ -116,17 +286,23 @@ def subset_summaries(
         weights = rng.multinomial(n, np.full(b, 1.0 / b), size=(s, tt)).astype(float)
     else:  # each subset's own bootstrap (resamples of size b), every row counted n/b times
         weights = rng.multinomial(b, np.full(b, 1.0 / b), size=(s, tt)) * (n / b)
-    uniform = np.full(b, n / b)
-    theta = np.empty((s, p))
-    star = np.empty((s, tt, p))
-    for k in range(s):  # one subset at a time: f sees only its rows
-        rows = take(parts[k])
-        if vectorized:
-            both = _call(statistic, rows, np.vstack([uniform, weights[k]]), lo, hi, (tt + 1, p))
-            theta[k], star[k] = both[0], both[1:]
-        else:
-            theta[k] = _call(statistic, rows, uniform, lo, hi, (p,))
-            star[k] = [_call(statistic, rows, w, lo, hi, (p,)) for w in weights[k]]
+    fixed = np.full((1, b), n / b)  # the estimate, then the jackknife's deleted fits
+    if g > 0:
+        jack, d = jackknife_weights(b, n, g)
+        fixed = np.vstack([fixed, jack])
+    m = fixed.shape[0]
+    values = np.empty((s, m + tt, p))
+    with isolated_calls():
+        for k in range(s):  # one subset at a time: f sees only its rows
+            rows = take(parts[k])
+            all_w = np.vstack([fixed, weights[k]])
+            if vectorized:
+                values[k] = _call(statistic, rows, all_w, lo, hi, (m + tt, p))
+            else:
+                values[k] = [_call(statistic, rows, w, lo, hi, (p,)) for w in all_w]
+    theta, star = values[:, 0], values[:, m:]
+    if g > 0:
+        theta = jackknife_correct(theta, values[:, 1:m], b, d, lo, hi)
     floor = (hi - lo) * 1e-9
     if tt > 1:  # sd_b: see step 2 of the module docstring
         factor = math.sqrt(n / b) if resample_size == "n" else math.sqrt(b / (b - 1))

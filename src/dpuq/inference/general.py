@@ -17,8 +17,17 @@ with a subsample-and-aggregate point estimate.
    (``resample_size="n"``, the bag of little bootstraps).
 2. Per subset ``k``: ``θ_k = clamp(f(X_k, n/b))`` (every row weighted ``n/b``, so every call
    sees total weight ``n``, as the full data would: a penalised fit is penalised as on the
-   full data) and the standard deviation ``sd_k`` of the ``T`` values ``clamp(f(X_k, W_t))``,
-   which estimates the spread ``sd_b`` of one subset's estimate: BLB, ``sd_k sqrt(n/b)``
+   full data), bias-corrected by the delete-a-group jackknife on the subset's own rows
+   (``bias_correction=True``, the default for a callable ``f``; Smith 2011 corrects each block
+   the same way; not for quantiles, whose jackknife is inconsistent): with
+   ``g = min(10, b // 2)`` groups of ``d = b // g`` rows and ``θ_(-j)`` the fit with group
+   ``j``'s weights set to 0 (the others ``n/(b - d)``), ``θ_k = clamp((b θ_k - (b - d)
+   mean_j θ_(-j)) / d)``. A bias ``a/b + O(1/b²)`` of ``f`` on ``b`` rows becomes
+   ``O(1/b²)`` (linear statistics are unchanged); without it the mean of ``s`` subset
+   estimates keeps the ``a/b`` bias while its standard error shrinks like ``1/sqrt(n)``, which
+   on real data took an OLS slope's coverage to 0.1 (issue 33). Then the standard deviation
+   ``sd_k`` of the ``T`` values ``clamp(f(X_k, W_t))``, which estimates the spread ``sd_b`` of one
+   subset's estimate: BLB, ``sd_k sqrt(n/b)``
    (``sd_k`` estimates the standard error at size ``n``); subset bootstrap,
    ``sd_k sqrt(b/(b-1))``. (Resamples of size ``n`` from ``b`` rows make a quantile's
    bootstrap law a lattice of the ``b`` values, whose spread says nothing about the sampling
@@ -29,9 +38,10 @@ with a subsample-and-aggregate point estimate.
    smaller than ``sd_b/sqrt(s)`` at small ``b`` for ratio-type estimators; in simulations of
    an OLS slope with heteroscedastic errors (n = 5000, ε = 1, s = 200) the BLB's standard
    error was 21 % short.) ``clamp`` is the projection on the
-   public ``statistic_bounds``; a call that
-   fails (``ValueError``, ``ArithmeticError``, ``LinAlgError``) or returns a non-finite value
-   counts as the centre of the bounds. Warnings raised inside ``f`` are silenced.
+   public ``statistic_bounds``; a call that raises (any ``BaseException`` but
+   ``KeyboardInterrupt``) or returns a non-finite value counts as the centre of the bounds.
+   Each call gets its own weight array and read-only rows; ``f``'s warnings, output and log
+   records are swallowed (:mod:`dpuq.inference._subsets`).
 3. Released, per coordinate (each a private location over public candidates, then a mean
    clamped to a window around it, :func:`dpuq.inference.aggregation._private_clamped_mean`):
    the spread ``sd_b = exp(mean log sd_k)`` and then the estimate ``θ̃`` (mean of the
@@ -44,14 +54,16 @@ with a subsample-and-aggregate point estimate.
    Laplace noise of ``θ̃`` (folded in exactly), intersected with ``statistic_bounds``.
 
 **Privacy** (replace-one, ``n`` public; ε-DP, δ = 0). Given the data-independent partition
-and weights, ``(θ_k, sd_k)`` is a function of subset ``k``'s rows only: ``f`` is called on
-those rows alone. Replacing one person changes one subset, hence at most one of the ``s``
-pairs, arbitrarily. The locations' utilities (counts of values in a window whose width is
-public or released before; for ``method="subsampling"``, rank counts) then move by at most 1
-(exponential mechanism, sensitivity 1); a mean of ``s`` values clamped to a window of
-half-width ``w`` fixed by earlier releases moves by at most ``2w/s`` (Laplace
-``2w/(s ε_part)``). The windows of the estimate and its candidates are functions of the
-released ``sd_b`` only (post-processing). Four releases per coordinate compose sequentially;
+and weights (the jackknife's groups are fixed positions of the random partition: public),
+``(θ_k, sd_k)`` is a function of subset ``k``'s rows only: ``f`` is called on those rows
+alone, each call with its own weight array and read-only rows, and the jackknife combines
+that subset's calls only, clamped again. Replacing one person changes one subset, hence at
+most one of the ``s`` pairs, arbitrarily. The locations' utilities (counts of values in a
+window whose width is public or released before; for ``method="subsampling"``, rank counts)
+then move by at most 1 (exponential mechanism, sensitivity 1); a mean of ``s`` values clamped
+to a window of half-width ``w`` fixed by earlier releases moves by at most ``2w/s`` (Laplace
+``2w/(s ε_part)``). The windows of the estimate and its candidates are functions of released
+values only (post-processing). Four releases per coordinate compose sequentially;
 a vector ``f`` with ``p`` coordinates gives each coordinate ``ε/p`` (basic composition). All
 noise comes from :mod:`dpuq.mechanisms`. ``f`` must use nothing but its arguments (no state
 carried between calls), and its output range must be **public**: the clamps are what bound
@@ -65,12 +77,18 @@ whose presence depends on ``n``, ε, ``s`` and released values only), and when t
 before the data are touched (the spread's location) nothing is spent and the report says
 ε = 0.
 
-**Coverage** is asymptotic, not exact: it holds as ``n`` grows for statistics that are
-asymptotically normal at rate ``sqrt(n)`` (smooth functionals, M-estimators, quantiles of
-continuous laws, U-statistics such as the AUC), and the subset estimates' bias must be small
-against the standard error (``O(1/b)``: choose unbiased or nearly unbiased estimators; an
-unpenalised fit rather than a shrunken one). ``docs/how-to/general_intervals.md`` shows it on
-simulated samples.
+**Coverage** is asymptotic, not exact. Assumptions: ``f`` is asymptotically normal at rate
+``sqrt(n)`` (smooth functionals, M-estimators, U-statistics such as the AUC; quantiles of
+continuous laws); its bias on ``b`` rows has an expansion ``a/b + O(1/b²)`` (smooth
+functions of moments with finite fourth moments), so that after the jackknife the remaining
+``O(1/b²)`` is small against the standard error, i.e. ``n = o(b⁴)`` with ``s = n/b``
+subsets; and the subset bootstrap's spread at ``b`` rows estimates the spread of one
+subset's estimate. The last one is the weak point at small subsets (``b`` of a few tens) of
+heavy-tailed data: there the bootstrap spread is short and coverage falls below nominal
+(``docs/how-to/general_intervals.md``, the validity zoo); the report says so whenever
+``b < RELIABLE_SUBSET`` (public: ``n``, ε and ``s`` only). Statistics that are not defined
+on every small subset (a logistic fit with separation, an odds ratio with an empty cell)
+are clamped to the bounds there, which biases the aggregate.
 
 ``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the
 amplification by overlapping subsamples): three exponential-mechanism quantiles of the same
@@ -83,7 +101,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from numbers import Integral, Real
 
 import numpy as np
 
@@ -91,7 +108,11 @@ from dpuq._validation import check_epsilon, check_in_open_unit, check_work
 from dpuq.inference._data import UninformativeIntervalWarning
 from dpuq.inference._subsets import (
     SubsetSummaries,
+    _check_statistic_bounds,
+    _log_sd_grid,
     _rows,
+    location_failure_bound,
+    resolve_general_subsets,
     subset_summaries,
     weighted_quantile,
 )
@@ -130,89 +151,16 @@ KAPPA = 3.0
 LOCATE_HALF_WIDTH = 1.5
 #: Half-width of the clamping window of ``log sd_k`` (a factor 2 either side).
 LOG_SD_HALF_WIDTH = math.log(2.0)
-#: Candidates of the ``log sd`` median: step and span below the bounds' width.
-LOG_SD_STEP, LOG_SD_SPAN = 0.25, math.log(1e6)
 #: Most candidates of the estimate's private median (its step is ``sd_b / 2`` otherwise).
 MAX_CANDIDATES = 10_001
 #: Largest data-free bound on the probability that a private location misses the values
 #: (:func:`location_failure_bound`) at which an interval is still released.
 LOCATION_BETA = 0.05
-#: Smallest subset the automatic number of subsets allows.
-MIN_AUTO_SUBSET = 20
-
-
-# --- inputs -------------------------------------------------------------------------------------
-
-
-def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(lo, hi, scalar)``: public bounds of f's output, arrays of shape ``(p,)``."""
-    try:
-        lo, hi = statistic_bounds
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"statistic_bounds must be a pair (lower, upper), got {statistic_bounds!r}"
-        ) from None
-    scalar = all(isinstance(v, Real | np.floating | np.integer) for v in (lo, hi))
-    try:
-        lo_a = np.atleast_1d(np.asarray(lo, dtype=float))
-        hi_a = np.atleast_1d(np.asarray(hi, dtype=float))
-    except (TypeError, ValueError):
-        raise TypeError("statistic_bounds must hold numbers or 1-d arrays of numbers") from None
-    if lo_a.ndim != 1 or lo_a.shape != hi_a.shape or lo_a.size == 0:
-        raise ValueError("statistic_bounds must be two numbers or two 1-d arrays of one length")
-    if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
-        raise ValueError("statistic_bounds must be finite")
-    if not np.all(lo_a < hi_a):
-        raise ValueError("statistic_bounds must satisfy lower < upper in every coordinate")
-    return lo_a, hi_a, scalar
-
-
-def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) -> float:
-    """Bound on the probability that a private location lands on a candidate whose window
-    holds none of the ``s`` values, when some window holds half of them: ``G exp(-ε s / 4)``.
-
-    The exponential mechanism (sensitivity 1) weighs a candidate by ``exp(ε u / 2)``; the
-    location the values cluster at has ``u >= s/2`` when at least half of them lie in its
-    window, and each of the ``G`` candidates with ``u = 0`` then has probability at most
-    ``exp(-ε s / 4)``. A function of public quantities only (``G``, ε, ``s``).
-
-    Examples
-    --------
-    >>> round(location_failure_bound(56, 0.15, 200), 4)
-    0.031
-    """
-    return float(n_candidates * math.exp(-epsilon * n_subsets / 4.0))
-
-
-def _log_sd_grid(lo: float, hi: float) -> np.ndarray:
-    top = math.log(hi - lo)
-    return np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
-
-
-def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
-    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(200/ε))``, at most ``n // 20`` (at least 1).
-
-    The estimate's noise against its standard error is about ``7/(ε sqrt(s))`` and each
-    private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
-    at least 20 rows keep the subset estimates' bias small. Data-independent.
-    """
-    if isinstance(n_subsets, str):
-        if n_subsets != "auto":
-            raise ValueError(f"n_subsets must be 'auto' or an integer >= 1, got {n_subsets!r}")
-        s = max(math.floor(math.sqrt(n / epsilon)), math.ceil(200.0 / epsilon))
-        s = max(1, min(s, n // MIN_AUTO_SUBSET))
-    elif isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
-        raise TypeError(f"n_subsets must be 'auto' or an integer, got {n_subsets!r}")
-    else:
-        s = int(n_subsets)
-        if s < 1:
-            raise ValueError(f"n_subsets must be an integer >= 1, got {s}")
-    if n < 2 * s:
-        raise ValueError(
-            f"n_subsets={s} needs n >= {2 * s} rows (2 per subset); x has n={n}. Use fewer "
-            "subsets or more data"
-        )
-    return s
+#: Groups of the delete-a-group jackknife that bias-corrects each subset's estimate.
+JACKKNIFE_GROUPS = 10
+#: Below this subset size the report warns that coverage of nonlinear statistics on
+#: heavy-tailed data is not assured (a public quantity: ``b = n // s``).
+RELIABLE_SUBSET = 100
 
 
 # --- the releases -------------------------------------------------------------------------------
@@ -318,15 +266,18 @@ def _private_statistic_interval(
     estimate_share: float = ESTIMATE_SHARE,
     vectorized: bool = False,
     resample_size: str = "subset",
+    bias_correction: bool = True,
     name: str | None = None,
     rng: np.random.Generator,
     charge_cost: Callable[[float], None] = lambda eps: None,
 ) -> ConfidenceInterval | tuple[ConfidenceInterval, ...]:
     """The interval of the module docstring (called by :func:`dpuq.private_confidence_interval`).
 
-    ``charge_cost(epsilon)`` runs after every setting is validated and before any noise or
-    any call of ``statistic``. Returns one :class:`ConfidenceInterval` for scalar
-    ``statistic_bounds``, else a tuple with one per coordinate, each carrying the call's
+    ``charge_cost(epsilon)`` runs after every setting is validated and after the subsets'
+    (unreleased) summaries, before any noise: a ``KeyboardInterrupt`` while ``statistic``
+    runs aborts with nothing charged and nothing released. Returns one
+    :class:`ConfidenceInterval` for scalar ``statistic_bounds``, else a tuple with one per
+    coordinate, each carrying the call's
     privacy report (its ε is the call's total).
     """
     if not callable(statistic):
@@ -335,6 +286,8 @@ def _private_statistic_interval(
         raise TypeError(f"vectorized must be True or False, got {vectorized!r}")
     if resample_size not in ("n", "subset"):
         raise ValueError(f"resample_size must be 'n' or 'subset', got {resample_size!r}")
+    if not isinstance(bias_correction, bool | np.bool_):
+        raise TypeError(f"bias_correction must be True or False, got {bias_correction!r}")
     if method not in ("ensemble", "subsampling"):
         raise ValueError(
             f"method must be 'ensemble' or 'subsampling' for a callable statistic, got {method!r}"
@@ -361,23 +314,25 @@ def _private_statistic_interval(
             0.0, method, n, s, tt, p, share, (n // s) if method == "ensemble" else 0, n // s,
             "nothing was computed from the data (the data-free bound above); cost 0"))  # fmt: skip
     tt_run = tt if method == "ensemble" else 1
+    groups = min(JACKKNIFE_GROUPS, (n // s) // 2) if bias_correction else 0
     check_work(  # the same cap subset_summaries applies, checked before the charge
-        s * tt_run * (n // s),
+        s * (tt_run + groups) * (n // s),
         f"n_subsets x n_resamples x subset size = {s:,} x {tt_run:,} x {n // s:,}",
         "use fewer resamples (n_resamples)",
     )
-    charge_cost(eps)
-    summ = subset_summaries(
+    summ = subset_summaries(  # unreleased; before the charge, so an interrupt charges nothing
         x,
         statistic,
         lo,
         hi,
         n_subsets=s,
-        n_resamples=tt if method == "ensemble" else 1,
+        n_resamples=tt_run,
         vectorized=vectorized,
         rng=rng,
         resample_size=resample_size,
+        jackknife_groups=groups,
     )
+    charge_cost(eps)
     b, e_coord = summ.subset_size, eps / p
     rows = []
     for j in range(p):  # coordinates (a handful): each gets eps / p
@@ -415,8 +370,18 @@ def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyR
             "epsilon_per_coordinate": eps / p,
             "estimate_share": share if method == "ensemble" else None,
         },
-        notes=(
-            "coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",
+        notes=("coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",)
+        + (
+            (
+                f"subsets of b = {b} rows (< {RELIABLE_SUBSET}): the jackknife removes the "
+                "O(1/b) bias, but on heavy-tailed data the bootstrap spread of a nonlinear "
+                "statistic at this size is short and coverage may fall below nominal "
+                "(docs/how-to/general_intervals.md); use more data or a larger epsilon",
+            )
+            if 0 < b < RELIABLE_SUBSET
+            else ()
+        )
+        + (
             f"each of the {p} coordinate(s) gets epsilon/{p}; intervals are marginal (pass "
             "alpha/p for simultaneous coverage by Bonferroni)",
         )

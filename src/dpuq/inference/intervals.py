@@ -92,6 +92,7 @@ def private_confidence_interval(
     statistic_bounds=None,
     quantile: float | None = None,
     vectorized: bool = False,
+    bias_correction: bool | None = None,
     trim: float = 0.1,
     method: str = "ensemble",
     n_subsets="auto",
@@ -147,6 +148,13 @@ def private_confidence_interval(
     vectorized : bool, default False
         Callable statistic: ``f`` takes a ``(T, b)`` weight matrix and returns ``(T,)`` or
         ``(T, p)`` values, one call per subset (fast).
+    bias_correction : bool, optional
+        Callable statistic and ``"quantile"``: correct each subset's estimate by the
+        delete-a-group jackknife on that subset's own rows (removes the ``O(1/b)`` bias of a
+        smooth nonlinear statistic on subsets of ``b`` rows; :mod:`dpuq.inference.general`).
+        Default True for a callable ``f`` and False for ``"quantile"`` (the jackknife is
+        inconsistent for quantiles: pass False for a median or quantile ``f`` too). False
+        for a smooth ``f`` is the uncorrected estimator (the validity zoo's negative control).
     trim : float, default 0.1
         Proportion cut at each end for ``"trimmed_mean"``.
     method : {"ensemble", "ensemble_cdf", "naive"}, or for a callable statistic and
@@ -159,7 +167,7 @@ def private_confidence_interval(
     estimate_share : float, optional
         Share of ``epsilon`` spent on the point estimate, in (0, 1); the bootstrap gets the
         rest. Default 0.5 (string statistics) or
-        :data:`dpuq.inference.general.ESTIMATE_SHARE` (0.75, callable and quantile).
+        :data:`dpuq.inference.general.ESTIMATE_SHARE` (0.7, callable and quantile).
     beta : float, default 0.05
         ``"ensemble_cdf"`` only: failure probability of the uniform error bound.
     n_grid : int, default 127
@@ -207,6 +215,7 @@ def private_confidence_interval(
         return _general(
             x, statistic, statistic_bounds, bounds, quantile, vectorized, alpha, epsilon,
             method, n_subsets, n_resamples, estimate_share, clip, random_state, ledger, dataset,
+            bias_correction,
         )  # fmt: skip
     if statistic_bounds is not None or quantile is not None:
         raise ValueError(
@@ -307,6 +316,7 @@ def private_confidence_interval(
 def _general(
     x, statistic, statistic_bounds, bounds, quantile, vectorized, alpha, epsilon, method,
     n_subsets, n_resamples, estimate_share, clip, random_state, ledger, dataset,
+    bias_correction=None,
 ):  # fmt: skip
     """A callable statistic, or ``"quantile"`` (the weighted quantile through the same path)."""
     if callable(statistic):
@@ -330,6 +340,8 @@ def _general(
         x, _ = check_data(x, bounds, clip=clip)
         statistic_bounds, vectorized, resample_size = check_bounds(bounds), True, "subset"
     share = ESTIMATE_SHARE if estimate_share is None else estimate_share
+    if bias_correction is None:  # the jackknife is for smooth statistics, not quantiles
+        bias_correction = quantile is None
     seeded = random_state is not None
     what = f"private_confidence_interval ({name}, {method})"
 
@@ -354,6 +366,7 @@ def _general(
         estimate_share=share,
         vectorized=vectorized,
         resample_size=resample_size,
+        bias_correction=bias_correction,
         name=name,
         rng=check_random_state(random_state),
         charge_cost=lambda eps: charge(

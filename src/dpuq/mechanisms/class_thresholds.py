@@ -6,8 +6,15 @@ Input: scores ``s_i`` in [0, 1] with labels ``y_i`` in ``0..K-1``. Public: ``K``
 the bins ``e_j = j/m`` (j = 1..m), a padding count ``P >= 0`` and a *rank schedule* ``ρ``: a
 function of the class size with integer values, ``ρ(0) >= 0``, nondecreasing and 1-Lipschitz
 (``ρ(n+1) - ρ(n)`` in {0, 1}). It is given on a window ``0..W`` and extended by
-``ρ(n) = ρ(W) + (n - W)`` beyond, which keeps both properties. :func:`check_rank_schedule`
-enforces them before anything is computed. The class sizes ``n_y`` are *not* public.
+``ρ(n) = ρ(W) + (n - W)`` beyond, which keeps both properties; or by *knots*
+(:class:`RankKnots`: sizes ``0 = s_0 < s_1 < ...`` and ranks ``R_i``, with
+``0 <= R_{i+1} - R_i <= s_{i+1} - s_i``) and ``ρ(n) = min(R_{i+1}, R_i + n - s_i)`` between
+``s_i`` and ``s_{i+1}``: a minimum of a constant and a slope-1 line, equal to ``R_i`` and
+``R_{i+1}`` at the ends, so again nondecreasing and 1-Lipschitz, and ``<= n + P`` when every
+``R_i <= s_i + P`` (a dense window is the knots ``0..W``). Knots hold O(#knots) numbers, not
+O(n): the planning of a release on 10^8 points stays small. :func:`check_rank_schedule`
+enforces these properties before anything is computed. The class sizes ``n_y`` are *not*
+public.
 
 Mechanism, for each class y separately, with ``ε_c = ε / 2``: pad the ``n_y`` real scores of
 the class with ``P`` pseudo-scores equal to 1 (they fall in bin m); ``C_j`` = number of padded
@@ -35,7 +42,8 @@ public constants of the pair of neighbours.)
 Coverage (what ρ and P are for; proof in ``docs/how-to/class_conditional.md``): for a new point of
 class y, ``P(S <= T_y | n_y) >= cert(n_y, ρ(n_y))`` with
 ``cert(n, ρ) = (1/(n+1)) Σ_{k=1..n+1} 1 / (1 + (m-1) exp(-(ε_c/2)(ρ - k + 1)))``, valid for
-``0 <= ρ <= n + P``; :func:`dpuq.conformal.class_conditional.class_rank_schedule` builds ρ and P.
+``0 <= ρ <= n + P``; :func:`dpuq.conformal.class_levels.class_rank_knots` (or
+:func:`~dpuq.conformal.class_levels.class_rank_schedule`, dense) builds ρ and P.
 
 Exact law: :func:`class_threshold_log_distribution` (for audits and tests); sampling: one exact
 draw per class with :func:`dpuq.mechanisms.exponential.sample_log_weights`. Running time
@@ -43,6 +51,8 @@ O(n log m + K m).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import logsumexp
@@ -53,6 +63,7 @@ from dpuq.mechanisms.log_weights import sample_log_weights
 from dpuq.mechanisms.randomness import RandomState, release_generator
 
 __all__ = [
+    "RankKnots",
     "check_rank_schedule",
     "class_threshold_log_distribution",
     "class_thresholds",
@@ -60,12 +71,34 @@ __all__ = [
 ]
 
 
-def check_rank_schedule(schedule, pad) -> tuple[np.ndarray, int]:
+@dataclass(frozen=True)
+class RankKnots:
+    """A rank schedule given by knots: ``ρ(s_i) = R_i``, ``ρ(n) = min(R_{i+1}, R_i + n - s_i)``
+    between knots and ``R_last + (n - s_last)`` beyond (see the module docstring).
+
+    ``sizes``: strictly increasing int64 from 0; ``ranks``: int64 of the same length.
+    Validate with :func:`check_rank_schedule` (the mechanism does).
+
+    Examples
+    --------
+    >>> k = RankKnots(np.array([0, 4, 10]), np.array([2, 4, 9]))
+    >>> rank_at(k, [0, 1, 3, 4, 6, 10, 12]).tolist()
+    [2, 3, 4, 4, 6, 9, 11]
+    """
+
+    sizes: np.ndarray
+    ranks: np.ndarray
+
+
+def check_rank_schedule(schedule, pad):
     """Validate a rank schedule and padding count (the assumptions of the privacy proof).
 
     Raises ``ValueError`` unless ``schedule`` is a non-empty 1-d array of integers with
     ``schedule[0] >= 0``, steps in {0, 1} (nondecreasing, 1-Lipschitz) and
-    ``schedule[n] <= n + pad`` (the coverage certificate's domain), and ``pad`` an int >= 0.
+    ``schedule[n] <= n + pad`` (the coverage certificate's domain), and ``pad`` an int >= 0;
+    or :class:`RankKnots` with sizes from 0 strictly increasing, ``R_0 >= 0``,
+    ``0 <= R_{i+1} - R_i <= s_{i+1} - s_i`` and ``R_i <= s_i + pad`` (the same properties for
+    the interpolated schedule). Returns the schedule as int64 (or knots) and ``pad``.
 
     Examples
     --------
@@ -73,6 +106,8 @@ def check_rank_schedule(schedule, pad) -> tuple[np.ndarray, int]:
     [2, 3, 3, 4]
     """
     p = check_positive_int(pad, "pad", minimum=0)
+    if isinstance(schedule, RankKnots):
+        return _check_knots(schedule, p), p
     s = np.asarray(schedule)
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"schedule must be a non-empty 1-d array, got shape {s.shape}")
@@ -95,8 +130,28 @@ def check_rank_schedule(schedule, pad) -> tuple[np.ndarray, int]:
 _CHECK_CHUNK = 1 << 20
 
 
-def rank_at(schedule: np.ndarray, sizes) -> np.ndarray:
-    """``ρ(n)`` for each size: the schedule on its window, ``ρ(W) + (n - W)`` beyond.
+def _check_knots(knots: RankKnots, pad: int) -> RankKnots:
+    s, r = np.asarray(knots.sizes), np.asarray(knots.ranks)
+    if s.ndim != 1 or s.size == 0 or r.shape != s.shape:
+        raise ValueError("knots must be two non-empty 1-d arrays of the same length")
+    if s.dtype.kind not in "iu" or r.dtype.kind not in "iu":
+        raise ValueError("knot sizes and ranks must hold integers")
+    s, r = s.astype(np.int64), r.astype(np.int64)
+    gaps, steps = np.diff(s), np.diff(r)
+    if s[0] != 0 or np.any(gaps <= 0):
+        raise ValueError("knot sizes must start at 0 and increase strictly")
+    if r[0] < 0:
+        raise ValueError(f"schedule[0] must be >= 0, got {r[0]}")
+    if np.any((steps < 0) | (steps > gaps)):
+        raise ValueError("schedule must be nondecreasing with steps of at most 1")
+    if np.any(r > s + pad):
+        raise ValueError("schedule[n] must be <= n + pad for every n")
+    return RankKnots(s, r)
+
+
+def rank_at(schedule, sizes) -> np.ndarray:
+    """``ρ(n)`` for each size: the schedule on its window, ``ρ(W) + (n - W)`` beyond; for
+    :class:`RankKnots`, ``min(R_{i+1}, R_i + n - s_i)`` between knots.
 
     Examples
     --------
@@ -104,6 +159,11 @@ def rank_at(schedule: np.ndarray, sizes) -> np.ndarray:
     [2, 3, 6]
     """
     n = np.asarray(sizes, dtype=np.int64)
+    if isinstance(schedule, RankKnots):
+        s, r = schedule.sizes, schedule.ranks
+        i = np.searchsorted(s, n, side="right") - 1
+        line = r[i] + (n - s[i])
+        return np.where(i + 1 < s.size, np.minimum(r[np.minimum(i + 1, s.size - 1)], line), line)
     last = schedule.size - 1
     return np.where(n <= last, schedule[np.minimum(n, last)], schedule[last] + (n - last))
 
@@ -119,10 +179,12 @@ def _class_counts(scores, labels, n_classes: int, n_bins: int) -> tuple[np.ndarr
     return edges, counts
 
 
-def _class_log_weights(counts: np.ndarray, schedule: np.ndarray, pad: int, epsilon: float):
+def _class_log_weights(counts: np.ndarray, schedule, pad: int, epsilon: float):
     """Log-weights ``ε_c u_j / 2`` of every class and bin (privacy-critical; ``ε_c = ε/2``).
 
-    ``counts`` is (K, m) real counts; the ``pad`` pseudo-scores at 1 are added to bin m.
+    ``counts`` is (K, m) real counts (or one class's (1, m) row: every row is computed on its
+    own, so row y of the whole table equals the table of row y alone, bit for bit); the
+    ``pad`` pseudo-scores at 1 are added to bin m.
     """
     rho = rank_at(schedule, counts.sum(axis=1))[:, None].astype(float)
     at_or_below = np.cumsum(counts, axis=1)
@@ -144,7 +206,7 @@ def _validated(scores, labels, n_classes, epsilon, n_bins, schedule, pad, counts
     c = np.asarray(counts)
     if c.shape != (k, n_bins) or c.dtype.kind not in "iu" or (c < 0).any():
         raise ValueError(f"counts must be non-negative integers of shape ({k}, {n_bins})")
-    return eps, sched, p, bin_edges(n_bins), c.astype(np.int64)
+    return eps, sched, p, bin_edges(n_bins), c.astype(np.int64, copy=False)
 
 
 def class_threshold_log_distribution(
@@ -231,6 +293,9 @@ def class_thresholds(
     settings = {"n_classes": int(n_classes), "n_bins": int(n_bins)}
     what = "class_thresholds: class-conditional thresholds"
     rng = release_generator(random_state, ledger, dataset, eps, what=what, settings=settings)
-    lw = _class_log_weights(counts, sched, p, eps)
-    picks = [sample_log_weights(row, rng) for row in lw]
+    # class by class: a few (1, m) temporaries instead of (K, m) ones (the same numbers)
+    picks = [
+        sample_log_weights(_class_log_weights(counts[y : y + 1], sched, p, eps)[0], rng)
+        for y in range(counts.shape[0])
+    ]
     return edges[np.asarray(picks, dtype=np.int64)]

@@ -73,11 +73,18 @@ def check_losses(losses, name: str = "losses") -> np.ndarray:
         raise ValueError(f"{name} must have shape (n, m) with n >= 1 and m >= 2 grid values")
     arr = np.array(arr, dtype=float)  # a copy: the last column is set below
     arr[:, -1] = 0.0  # the trivial answer, by construction (never read)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0.0) or np.any(arr > 1.0):
-        raise ValueError(f"{name} must be finite and in [0, 1]")
-    if np.any(np.diff(arr, axis=1) > 0.0):
-        raise ValueError(f"{name} must be nonincreasing along the grid of lambdas (axis 1)")
+    bad_range = not np.all(np.isfinite(arr)) or np.any(arr < 0.0) or np.any(arr > 1.0)
+    raise_loss_flags(bad_range, not bad_range and np.any(np.diff(arr, axis=1) > 0.0), name)
     return arr
+
+
+def raise_loss_flags(bad_range, increasing, name: str = "losses") -> None:
+    """The errors of :func:`check_losses`, in its order, from flags (also computed chunk by
+    chunk: :mod:`dpuq.scale.sums`). The last column is never checked: it is taken as 0."""
+    if bad_range:
+        raise ValueError(f"{name} must be finite and in [0, 1]")
+    if increasing:
+        raise ValueError(f"{name} must be nonincreasing along the grid of lambdas (axis 1)")
 
 
 def loss_sums(losses: np.ndarray) -> np.ndarray:

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq._sealed import sealed
+from dpuq._sealed import reseed_global_states, sealed
 from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.mechanisms.randomness import RandomState, mark_seeded, release_generator
 from dpuq.mechanisms.repetitions import (
@@ -255,7 +255,11 @@ def private_selection(
         Candidate configurations (public); each run tries one drawn uniformly at random.
     run : callable ``(candidate, b, rng) -> (score, artifact)``
         One private run at per-run budget ``b``, drawing its noise from ``rng``. Higher score
-        is better; a NaN score counts as ``-inf``.
+        is better; a NaN score counts as ``-inf``. A run that raises an ``Exception`` or
+        returns no real score is a failed run (score NaN, artifact None): the exception is
+        dropped, since letting it out would tell that one of the hidden runs failed. A
+        released artifact None thus means the best run failed (every run did): try ``run``
+        on public or synthetic data first.
     epsilon : float
         Total ε of the selection.
     delta : float, optional
@@ -377,19 +381,33 @@ def private_selection(
     return mark_seeded(result, random_state)
 
 
+def _one_run(run, cand, b: float, rng: np.random.Generator) -> tuple[float, Any]:
+    """One hidden run; a run that raises (any ``Exception``) or returns no real score is a
+    failed run, ``(nan, None)``. Nothing of it escapes: an exception let out of the ``k``
+    hidden runs would say that some run failed (probability growing with the secret ``K``)
+    and its traceback would hold ``k`` itself."""
+    from dpuq.privacy.ledger import _within_charged_release
+
+    try:
+        reseed_global_states(rng)  # independent runs, even for a model_fn using global RNGs
+        with _within_charged_release():  # the runs are paid for by the total charged above
+            out = run(cand, b, rng)
+        score, artifact = out
+        if isinstance(score, Real):
+            return float(score), artifact
+    except Exception:  # a failed run, not an error of the release
+        pass
+    return math.nan, None
+
+
 def _best_of_runs(cands, run, b: float, k: int, rng: np.random.Generator):
     """``k`` runs of uniformly drawn candidates; the best (score, candidate, artifact), ties
     broken uniformly. Inside the charged release (the runs charge nothing)."""
-    from dpuq.privacy.ledger import _within_charged_release
-
     best_key, best, ties = -math.inf, None, 0
     for _ in range(k):
         cand = cands[uniform_index(len(cands), rng)]
-        with _within_charged_release():  # the runs are paid for by the total charged above
-            score, artifact = run(cand, b, rng)
-        if not isinstance(score, Real):
-            raise TypeError(f"run must return (score, artifact) with a real score, got {score!r}")
-        key = -math.inf if math.isnan(float(score)) else float(score)
+        score, artifact = _one_run(run, cand, b, rng)
+        key = -math.inf if math.isnan(score) else score
         if best is None or key > best_key:
             best_key, best, ties = key, (float(score), cand, artifact), 1
         elif key == best_key:  # uniform tie-break: keep the newcomer with probability 1/ties

@@ -34,6 +34,7 @@ __all__ = [
     "DaskClassCounts",
     "DaskScores",
     "dask_error_counts",
+    "dask_loss_sums",
     "map_scores",
     "to_dask_array",
     "tree_reduce",
@@ -284,3 +285,29 @@ def dask_error_counts(cc, X, y) -> tuple[np.ndarray, int]:
     ]
     (counts,) = dask.compute(tree_reduce(parts, _sum_counts))
     return np.asarray(counts, dtype=np.int64), int(ya.shape[0])
+
+
+# ------------------------------------------------------------------ risk control
+def dask_loss_sums(losses, name: str = "losses") -> tuple[np.ndarray, int]:
+    """The loss sums ``S_j`` of an (n, m) Dask matrix, validated chunk by chunk, and ``n``.
+
+    Each row block returns its exact column sums (:mod:`dpuq.scale.sums`) and validation
+    flags; the client adds them (integers) and rounds each column once: the same floats as
+    :func:`dpuq.mechanisms.risk.loss_sums` in memory (``math.fsum``), whatever the chunks,
+    and the errors of :func:`dpuq.mechanisms.risk.check_losses`. The client holds
+    O(m · 2^11) integers, never the matrix.
+    """
+    from dpuq.mechanisms.risk import raise_loss_flags
+    from dpuq.scale.sums import loss_chunk_sums, merge_column_sums
+
+    arr = to_dask_array(losses, name)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real array of shape (n, m)")
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2:
+        raise ValueError(f"{name} must have shape (n, m) with n >= 1 and m >= 2 grid values")
+    if arr.numblocks[1] != 1:
+        arr = arr.rechunk({1: -1})  # whole rows per block: the monotonicity check needs them
+    parts = [dask.delayed(loss_chunk_sums, pure=True)(b) for b in arr.to_delayed().ravel()]
+    (total,) = dask.compute(tree_reduce(parts, merge_column_sums))
+    raise_loss_flags(*total.flags, name)
+    return total.rounded(), int(arr.shape[0])

@@ -90,10 +90,14 @@ def random_translations(
     if rep.shape[0] == 0 or max_shift == 0:
         return rep
     m, (h, w) = max_shift, rep.shape[-2:]
-    shifts = torch.randint(-m, m + 1, (rep.shape[0], 2), generator=generator)
+    shifts = torch.randint(-m, m + 1, (rep.shape[0], 2), generator=generator).to(rep.device)
     padded = nn.functional.pad(rep, (m, m, m, m))
-    rows = (torch.arange(h)[None, :] + m - shifts[:, :1]).view(-1, *[1] * (rep.ndim - 3), h, 1)
-    cols = (torch.arange(w)[None, :] + m - shifts[:, 1:]).view(-1, *[1] * (rep.ndim - 3), 1, w)
+    rows = (torch.arange(h, device=rep.device)[None, :] + m - shifts[:, :1]).view(
+        -1, *[1] * (rep.ndim - 3), h, 1
+    )
+    cols = (torch.arange(w, device=rep.device)[None, :] + m - shifts[:, 1:]).view(
+        -1, *[1] * (rep.ndim - 3), 1, w
+    )
     lead = rep.shape[1:-2]
     rows = rows.expand(-1, *lead, h, w + 2 * m)
     out = torch.gather(padded, -2, rows)

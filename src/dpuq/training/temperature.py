@@ -27,8 +27,10 @@ one person moves it by at most that range (the sensitivity ``Δu``):
 The exponential mechanism releases ``T_j`` with probability ``∝ exp(ε u(T_j) / (2 Δu))``:
 ε-DP (δ = 0) under replace-one (McSherry and Talwar 2007). The grid must be public (fixed in
 advance, not computed from these people). Accuracy: with probability at least ``1 − β`` the
-released ``T`` has ``u(T) >= max_j u(T_j) − (2Δu/ε)(ln R + ln(1/β))`` (``R`` candidates);
-``details["utility gap bound (β = 0.05)"]`` gives that number, in people.
+released ``T`` has ``u(T) >= max_j u(T_j) − (2Δu/ε)(ln(1/π_min) + ln(1/β))`` (``π_min``
+the smallest base-measure mass, ``1/R`` for ``R`` uniform candidates), plus the tolerance
+below for the untolerant gap; ``details["utility gap bound (β = 0.05)"]`` gives that number,
+in people.
 
 Why the gap is the default: at a few thousand people and ε ≈ 0.5, Brier and clipped NLL are
 nearly flat in ``T`` (a proper score changes little over a wide range of ``T``), so the
@@ -42,8 +44,6 @@ grid. Numpy only (torch tensors are accepted and converted).
 from __future__ import annotations
 
 import math
-import numbers
-from typing import NamedTuple
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from dpuq.mechanisms.exponential import exponential_mechanism
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.privacy.ledger import CALLER_CHARGED, charge
 from dpuq.privacy.report import PrivacyReport, Relation
+from dpuq.training.temperature_result import TemperatureScalingResult
 
 __all__ = [
     "LOSSES",
@@ -59,11 +60,15 @@ __all__ = [
     "default_temperature_grid",
     "private_temperature_scaling",
     "softmax_with_temperature",
+    "temperature_release_log_probabilities",
     "temperature_utilities",
 ]
 
 #: Utilities of :func:`private_temperature_scaling`.
 LOSSES = ("gap", "brier", "nll")
+
+#: Base-measure mass on T = 1 (do no harm; module docstring).
+IDENTITY_WEIGHT = 0.9
 
 #: Default clip of the per-person negative log-likelihood (probabilities below 1% count as 1%).
 DEFAULT_NLL_CLIP = math.log(100.0)
@@ -83,60 +88,6 @@ def default_temperature_grid() -> np.ndarray:
     grid = np.geomspace(0.1, 10.0, 201)
     grid[100] = 1.0
     return grid
-
-
-class TemperatureScalingResult(NamedTuple):
-    """What :func:`private_temperature_scaling` releases: ``T, report = ...``.
-
-    The result is also usable directly as the temperature: ``float(result)``,
-    ``np.asarray(result)``, ``logits / result`` (numpy arrays, torch tensors, numbers),
-    ``result * x`` and every dpuq argument that takes a temperature (it counts as a real
-    number: :class:`numbers.Real`). Unpacking ``T, report = result`` works as before.
-
-    Attributes
-    ----------
-    temperature : float
-        The released temperature: use ``softmax(logits / temperature)``.
-    privacy_report : PrivacyReport
-        ε-DP under replace-one for the held-out people (δ = 0).
-
-    Examples
-    --------
-    >>> from dpuq.privacy.report import PrivacyReport
-    >>> result = TemperatureScalingResult(2.0, PrivacyReport("example", epsilon=1.0))
-    >>> float(result), (np.array([[4.0, 2.0]]) / result).tolist()
-    (2.0, [[2.0, 1.0]])
-    >>> softmax_with_temperature([[0.0, 2.0]], result).round(4).tolist()
-    [[0.2689, 0.7311]]
-    """
-
-    temperature: float
-    privacy_report: PrivacyReport
-
-    # numpy defers `array / result` to __rtruediv__ below instead of broadcasting over a tuple
-    __array_ufunc__ = None
-
-    def __float__(self) -> float:
-        return float(self.temperature)
-
-    def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        return np.asarray(float(self.temperature), dtype=dtype)
-
-    def __truediv__(self, other):
-        return float(self.temperature) / other
-
-    def __rtruediv__(self, other):
-        return other / float(self.temperature)
-
-    def __mul__(self, other):
-        return float(self.temperature) * other
-
-    def __rmul__(self, other):
-        return other * float(self.temperature)
-
-
-# a released temperature is a real number wherever dpuq checks for one (its `_as_float`)
-numbers.Real.register(TemperatureScalingResult)
 
 
 def _as_numpy(x, name: str) -> np.ndarray:
@@ -263,6 +214,73 @@ def _utilities(z: np.ndarray, y: np.ndarray, grid: np.ndarray, loss: str, clip: 
     return out
 
 
+def _check_identity_weight(w) -> float:
+    v = _as_float(w, "identity_weight")
+    if not (0.0 <= v < 1.0):
+        raise ValueError(f"identity_weight must be in [0, 1), got {w!r}")
+    return v
+
+
+def _tolerance(tolerance, loss: str, n: int) -> float:
+    if isinstance(tolerance, str):
+        if tolerance != "auto":
+            raise ValueError(f"tolerance must be 'auto' or a number >= 0, got {tolerance!r}")
+        return 0.5 * math.sqrt(n) if loss == "gap" else 0.0
+    m = _as_float(tolerance, "tolerance")
+    if not (math.isfinite(m) and m >= 0):
+        raise ValueError(f"tolerance must be 'auto' or a number >= 0, got {tolerance!r}")
+    if m > 0 and loss != "gap":
+        raise ValueError("tolerance applies to loss='gap' only")
+    return m
+
+
+def _release_utilities(z, y, grid, loss, sens, eps, weight, tol) -> np.ndarray:
+    """Utilities of the mechanism: tolerance applied, base measure folded in (a shift by
+    ``(2Δu/ε) ln π_j``, the same for every data set)."""
+    u = _utilities(z, y, grid, loss, sens)
+    if tol > 0:
+        u = -np.maximum(-u - tol, 0.0)
+    if weight > 0 and grid.size > 1:
+        log_pi = np.full(grid.size, math.log((1.0 - weight) / (grid.size - 1)))
+        log_pi[int(np.argmin(np.abs(np.log(grid))))] = math.log(weight)
+        u = u + (2.0 * sens / eps) * log_pi
+    return u
+
+
+def temperature_release_log_probabilities(
+    logits,
+    labels,
+    *,
+    epsilon: float,
+    temperatures=None,
+    loss: str = "gap",
+    nll_clip: float = DEFAULT_NLL_CLIP,
+    identity_weight: float = IDENTITY_WEIGHT,
+    tolerance: float | str = "auto",
+) -> np.ndarray:
+    """Exact log law of :func:`private_temperature_scaling`'s release over the grid (audits).
+
+    Examples
+    --------
+    >>> z = np.array([[2.0, 0.0], [0.0, 1.0]])
+    >>> lp = temperature_release_log_probabilities(z, [0, 1], epsilon=1.0, temperatures=[0.5, 1, 2])
+    >>> bool(np.isclose(np.exp(lp).sum(), 1.0)), int(np.argmax(lp))
+    (True, 1)
+    """
+    from dpuq.mechanisms.exponential import exponential_mechanism_log_probabilities
+
+    eps = check_epsilon(epsilon)
+    z = _check_logits(logits)
+    n, k = z.shape
+    y = _check_labels(labels, n, k)
+    grid = _check_grid(temperatures)
+    loss, sens = _check_loss(loss, nll_clip)
+    weight = _check_identity_weight(identity_weight)
+    tol = _tolerance(tolerance, loss, n)
+    u = _release_utilities(z, y, grid, loss, sens, eps, weight, tol)
+    return exponential_mechanism_log_probabilities(u, epsilon=eps, sensitivity=sens)
+
+
 def private_temperature_scaling(
     logits,
     labels,
@@ -271,6 +289,8 @@ def private_temperature_scaling(
     temperatures=None,
     loss: str = "gap",
     nll_clip: float = DEFAULT_NLL_CLIP,
+    identity_weight: float = IDENTITY_WEIGHT,
+    tolerance: float | str = "auto",
     random_state: RandomState = None,
     ledger=None,
     dataset: str | None = None,
@@ -296,6 +316,14 @@ def private_temperature_scaling(
         ``nll_clip``).
     nll_clip : float, default ln(100)
         Clip of the per-person NLL for ``loss="nll"``.
+    identity_weight : float in [0, 1), default 0.9
+        Base-measure mass on ``T = 1`` (the grid point nearest 1): the release stays at 1
+        unless the people show otherwise beyond the noise (module docstring, "Do no harm").
+        0: the plain exponential mechanism over the grid.
+    tolerance : "auto" or float >= 0, default "auto"
+        For ``loss="gap"``: gaps within this many people count as 0 (``"auto"``:
+        ``sqrt(n)/2``, the largest standard deviation of ``n`` people's number of correct
+        predictions). 0 for the other losses.
     random_state : None, int or numpy.random.Generator
         None (default): OS entropy, for releases. A seed makes the release reproducible and
         is marked ``seeded`` in the report.
@@ -329,20 +357,32 @@ def private_temperature_scaling(
     y = _check_labels(labels, n, k)
     grid = _check_grid(temperatures)
     loss, sens = _check_loss(loss, nll_clip)
-    utilities = _utilities(z, y, grid, loss, sens)
+    weight = _check_identity_weight(identity_weight)
+    tol = _tolerance(tolerance, loss, n)
+    utilities = _release_utilities(z, y, grid, loss, sens, eps, weight, tol)
     charge(
         ledger,
         dataset,
         eps,
         what="private_temperature_scaling",
         random_state=random_state,
-        settings={"n": n, "classes": k, "loss": loss, "grid size": int(grid.size)},
+        settings={
+            "n": n,
+            "classes": k,
+            "loss": loss,
+            "grid size": int(grid.size),
+            "identity weight": weight,
+            "tolerance": tol,
+        },
     )
     index = exponential_mechanism(
         utilities, epsilon=eps, sensitivity=sens, random_state=random_state, ledger=CALLER_CHARGED
     )
     temperature = float(grid[index])
-    gap_bound = (2.0 * sens / eps) * (math.log(grid.size) + math.log(20.0))
+    # the smallest base-measure mass: any candidate within t of the best is missed w.p.
+    # <= exp(−εt/(2Δu))/π_min (McSherry-Talwar); the tolerance adds its m people
+    pi_min = (1.0 - weight) / (grid.size - 1) if weight > 0 and grid.size > 1 else 1 / grid.size
+    gap_bound = tol + (2.0 * sens / eps) * (math.log(1.0 / pi_min) + math.log(20.0))
     utility_text = {
         "gap": "−|Σ conf_i(T) − Σ correct_i| (calibration gap, in people)",
         "brier": "−Σ Brier score_i(T)",
@@ -362,6 +402,8 @@ def private_temperature_scaling(
             "utility": utility_text,
             "grid": f"{grid.size} temperatures from {grid.min():.4g} to {grid.max():.4g}",
             "temperature": temperature,
+            "identity weight (base measure at T = 1)": weight,
+            "tolerance (people)": tol,
             "utility gap bound (β = 0.05)": gap_bound,
         },
         notes=(

@@ -35,6 +35,7 @@ from dpuq.training.batches import (
     check_label_range,
     torch_generator,
 )
+from dpuq.training.predict import predict_proba
 from dpuq.training.privacy import plan_noise, private_training_report
 from dpuq.training.recipe import AUTO
 from dpuq.training.schedules import learning_rates
@@ -101,6 +102,8 @@ def train_classifier(
     ledger=None,
     dataset: str | None = None,
     task: str = "classification",
+    world_size: int = 1,
+    device="cpu",
 ) -> TrainingResult:
     """Train a classifier with SGD, DP-SGD or DP-SGLD on one code path (Opacus underneath).
 
@@ -191,6 +194,10 @@ def train_classifier(
         per example, shape (batch, 1); the default loss is the mean squared error. Clipping,
         noise and accounting are the same (they never look at the loss). Use
         ``averaging="weights"`` (the predictive average is over softmax outputs).
+    world_size : int, default 1
+        Private training in ``world_size`` processes, started here or those of a ``torchrun``
+        group; the accounting of one process (:mod:`dpuq.training.distributed`).
+    device : "cpu", "cuda", "cuda:N" or "auto" (CUDA when available), default "cpu"
 
     Returns
     -------
@@ -214,6 +221,13 @@ def train_classifier(
     >>> report.epsilon <= 3.0, str(report.relation)
     (True, 'replace-one')
     """
+    call = dict(locals())  # the arguments, for the processes of world_size > 1
+    from dpuq.training import distributed
+
+    dev, ranks = distributed.resolve_device(device), distributed.check_world_size(world_size)
+    if ranks > 1 and not distributed.in_process_group():
+        return TrainingResult(*distributed.launch(train_classifier, call, ranks))
+    procs = distributed.join_group(ranks)
     cfg = resolve_settings(
         model, train_data, method=method, epsilon=epsilon, delta=delta, epochs=epochs,
         batch_size=batch_size, learning_rate=learning_rate, max_grad_norm=max_grad_norm,
@@ -233,6 +247,13 @@ def train_classifier(
     eta = learning_rates(cfg.schedule, planned)
     sample_rate = bsz / n
     gen = torch_generator(random_state)
+    if procs is not None:  # this rank's own stream (sampling, augmentation; noise on rank 0)
+        if not private or tensors is None:
+            raise ValueError("world_size > 1 needs a private method and (X, y) tensors")
+        gen = procs.generator(gen)
+    gen_cpu = gen  # batches and augmentation; the noise's generator is on the device
+    if tensors is not None and dev.type != "cpu":
+        tensors = (tensors[0].to(dev), tensors[1].to(dev))  # moved once
     prior_wd = 0.0
     if prior_std is not None:
         s0 = _as_float(prior_std, "prior_std")
@@ -266,7 +287,10 @@ def train_classifier(
 
     from dpuq.privacy.ledger import ledger_required
 
-    if ledger is not None or dataset is not None or (private and ledger_required()):
+    charged_here = procs is None or procs.rank == 0  # one charge for all the ranks
+    if charged_here and (
+        ledger is not None or dataset is not None or (private and ledger_required())
+    ):
         from dpuq.privacy.ledger import charge
 
         cost = (epsilon, delta) if private else (math.inf, 1.0)
@@ -287,7 +311,7 @@ def train_classifier(
             },
         )
     # ---- wrap and train -------------------------------------------------------------------
-    model.train()
+    model.to(dev).train()
     base = torch.optim.SGD(
         model.parameters(), lr=float(eta[0]), momentum=cfg.momentum, weight_decay=prior_wd
     )
@@ -298,7 +322,14 @@ def train_classifier(
 
         from dpuq.training.optimizer import DPSGDOptimizer, DPSGLDOptimizer
 
-        net = GradSampleModule(model, loss_reduction="mean")
+        if dev.type != "cpu":  # Opacus draws the noise on the gradients' device
+            gen_cpu, gen = gen, torch.Generator(device=dev)
+            gen.manual_seed(int(torch.randint(2**62, (1,), generator=gen_cpu)))
+        if procs is not None:
+            DPSGDOptimizer, DPSGLDOptimizer = distributed.distributed_optimizers()
+        net = GradSampleModule(
+            model if procs is None else distributed.wrap_model(model), loss_reduction="mean"
+        )
         if method == "dpsgld":
             opt = DPSGLDOptimizer(
                 base,
@@ -320,10 +351,13 @@ def train_classifier(
                 generator=gen,
                 clipping=clipping,
             )
-        batches = batches_private(train_data, tensors, n, sample_rate, steps, gen)
+        if procs is not None:
+            batches = distributed.shard_batches(tensors, n, sample_rate, steps, gen_cpu, procs)
+        else:
+            batches = batches_private(train_data, tensors, n, sample_rate, steps, gen_cpu)
     else:
         net, opt = model, base
-        batches = batches_shuffled(train_data, tensors, n, bsz, steps, gen)
+        batches = batches_shuffled(train_data, tensors, n, bsz, steps, gen_cpu)
 
     taken: list[float] = []
     snapshot_at: set[int] = set()
@@ -336,7 +370,7 @@ def train_classifier(
     aug_k = cfg.augmentation_multiplicity
     if aug_k > 1:  # De et al. 2022: average K augmentations' gradients before clipping
         details["augmentation multiplicity"] = aug_k
-        aug_gen = torch.Generator().manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
+        aug_gen = torch.Generator().manual_seed(int(torch.randint(2**62, (1,), generator=gen_cpu)))
     desc = {"sgd": "SGD", "dpsgd": "DP-SGD", "dpsgld": "DP-SGLD"}[method]
     try:
         for t, (xb, yb) in progress(
@@ -368,6 +402,8 @@ def train_classifier(
                     if hasattr(p, attr):
                         delattr(p, attr)
     model.eval()
+    if procs is not None:
+        procs.check_identical(model)
     if snapshots:
         model = average_iterates(model, snapshots, cfg.averaging)
     seeded = random_state is not None
@@ -405,24 +441,3 @@ class _SquaredError(nn.Module):
 
     def forward(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return torch.mean((output.reshape(target.shape) - target) ** 2)
-
-
-def predict_proba(model: nn.Module, x, batch_size: int = 2048) -> np.ndarray:
-    """Softmax probabilities of a classifier on ``x`` (array or tensor), as a numpy array.
-
-    Examples
-    --------
-    >>> net = nn.Linear(3, 2)
-    >>> predict_proba(net, np.zeros((4, 3))).shape
-    (4, 2)
-    """
-    xt = torch.as_tensor(np.asarray(x) if not torch.is_tensor(x) else x, dtype=torch.float32)
-    was_training = model.training
-    model.eval()
-    out = []
-    with torch.no_grad():
-        for start in range(0, xt.shape[0], batch_size):
-            out.append(torch.softmax(model(xt[start : start + batch_size]), dim=1))
-    model.train(was_training)
-    probs = torch.cat(out).double().numpy()
-    return probs / probs.sum(axis=1, keepdims=True)

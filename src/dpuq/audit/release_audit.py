@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dpuq.audit.bounds import _check_confidence
+from dpuq.audit.bounds import ClaimVerdict, _check_confidence
 from dpuq.audit.lower_bound import AuditResult, epsilon_lower_bound
 from dpuq.audit.neighbours import GENERATORS, Neighbours
 from dpuq.mechanisms.randomness import RandomState, check_random_state
@@ -22,7 +22,7 @@ __all__ = ["ReleaseAudit", "audit_release"]
 
 
 @dataclass(frozen=True)
-class ReleaseAudit:
+class ReleaseAudit(ClaimVerdict):
     """The audit of one release over several neighbours.
 
     Attributes
@@ -43,19 +43,12 @@ class ReleaseAudit:
     confidence: float
     claimed_epsilon: float | None = None
 
-    @property
-    def violated(self) -> bool:
-        """True when the bound exceeds the claimed ε: the claim is false (at ``confidence``)."""
-        return self.claimed_epsilon is not None and self.epsilon > self.claimed_epsilon
-
     def __str__(self) -> str:
         head = (
             f"epsilon >= {self.epsilon:.4f} at {100 * self.confidence:g}% confidence "
             f"({len(self.results)} neighbour pairs, {self.worst.n_samples} draws per data set)"
+            + self.verdict()
         )
-        if self.claimed_epsilon is not None:
-            verdict = "VIOLATED" if self.violated else "not contradicted"
-            head += f"; claimed epsilon {self.claimed_epsilon:g}: {verdict}"
         return f"{head}\n  worst: {self.worst.neighbour}: event {self.worst.event}"
 
 

@@ -28,14 +28,19 @@ from typing import Any
 
 import numpy as np
 
-from dpuq.audit.bounds import _check_confidence, _check_delta, one_run_epsilon_lower_bound
+from dpuq.audit.bounds import (
+    ClaimVerdict,
+    _check_confidence,
+    _check_delta,
+    one_run_epsilon_lower_bound,
+)
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = ["TrainingAudit", "audit_training", "random_canaries"]
 
 
 @dataclass(frozen=True)
-class TrainingAudit:
+class TrainingAudit(ClaimVerdict):
     """The result of a one-run audit.
 
     Attributes
@@ -57,21 +62,12 @@ class TrainingAudit:
     delta: float
     claimed_epsilon: float | None
 
-    @property
-    def violated(self) -> bool:
-        """True when the bound exceeds the claimed ε."""
-        return self.claimed_epsilon is not None and self.epsilon > self.claimed_epsilon
-
     def __str__(self) -> str:
-        text = (
+        return (
             f"epsilon >= {self.epsilon:.4f} at {100 * self.confidence:g}% confidence "
             f"(delta={self.delta:g}; one run, {self.n_correct}/{self.n_guesses} right guesses "
-            f"on {self.n_canaries} canaries)"
+            f"on {self.n_canaries} canaries)" + self.verdict()
         )
-        if self.claimed_epsilon is not None:
-            verdict = "VIOLATED" if self.violated else "not contradicted"
-            text += f"; claimed epsilon {self.claimed_epsilon:g}: {verdict}"
-        return text
 
 
 def random_canaries(X: np.ndarray, n_classes: int, m: int, rng: np.random.Generator):

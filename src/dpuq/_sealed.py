@@ -35,7 +35,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["reseed_global_states", "sealed"]
+__all__ = ["reseed_global_states", "sealed", "silenced"]
 
 
 def _global_states() -> list:
@@ -114,6 +114,24 @@ def sealed() -> Iterator[None]:
     True
     """
     states = _global_states()
+    try:
+        with silenced():
+            yield
+    finally:
+        _restore(states)
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """Swallow what code we call could emit: warnings, stdout, stderr, log records.
+
+    The output half of :func:`sealed`, also used alone around a user's statistic
+    (:mod:`dpuq.inference.general`). ``logging.disable`` is process-wide: log records of other
+    threads are dropped too meanwhile (the previous level is restored afterwards).
+
+    >>> with silenced():
+    ...     print("not shown")
+    """
     previous_disable = logging.root.manager.disable
     sink = io.StringIO()
     try:
@@ -124,9 +142,6 @@ def sealed() -> Iterator[None]:
         ):
             warnings.simplefilter("ignore")
             logging.disable(logging.CRITICAL)
-            try:
-                yield
-            finally:
-                logging.disable(previous_disable)
+            yield
     finally:
-        _restore(states)
+        logging.disable(previous_disable)

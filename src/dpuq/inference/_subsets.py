@@ -18,16 +18,13 @@ subset's rows, so ``f`` (user code: hostile until shown otherwise) is isolated:
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import math
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from numbers import Integral, Real
 
 import numpy as np
 
+from dpuq._sealed import silenced
 from dpuq._validation import check_in_open_unit, check_work
 from dpuq.scale.sources import is_dask_collection
 
@@ -74,28 +71,6 @@ def _read_only(rows: np.ndarray) -> np.ndarray:
 def _fresh_rows(rows):
     """The rows for one call of ``f``: a read-only array as is, a DataFrame copied."""
     return rows.copy() if hasattr(rows, "iloc") else rows
-
-
-@contextlib.contextmanager
-def isolated_calls() -> Iterator[None]:
-    """Swallow what ``f`` could emit while it runs: warnings, stdout, stderr, log records.
-
-    ``logging.disable`` is process-wide: log records of other threads are dropped too while
-    the subsets are summarised (the previous level is restored afterwards).
-    """
-    previous = logging.root.manager.disable
-    sink = io.StringIO()
-    try:
-        with (
-            warnings.catch_warnings(),
-            contextlib.redirect_stdout(sink),
-            contextlib.redirect_stderr(sink),
-        ):
-            warnings.simplefilter("ignore")
-            logging.disable(logging.CRITICAL)
-            yield
-    finally:
-        logging.disable(previous)
 
 
 # --- public settings (data-free) -----------------------------------------------------------------
@@ -212,7 +187,7 @@ def _clean(values, lo, hi, shape) -> np.ndarray:
 
 
 def _call(f, rows, weights, lo, hi, shape) -> np.ndarray:
-    """One call of ``f`` on its own copy of the weights (inside :func:`isolated_calls`)."""
+    """One call of ``f`` on its own copy of the weights (inside :func:`dpuq._sealed.silenced`)."""
     try:
         out = f(_fresh_rows(rows), np.array(weights, dtype=float))
     except KeyboardInterrupt:  # the user's interrupt: the release has not been charged yet
@@ -292,7 +267,7 @@ def subset_summaries(
         fixed = np.vstack([fixed, jack])
     m = fixed.shape[0]
     values = np.empty((s, m + tt, p))
-    with isolated_calls():
+    with silenced():
         for k in range(s):  # one subset at a time: f sees only its rows
             rows = take(parts[k])
             all_w = np.vstack([fixed, weights[k]])

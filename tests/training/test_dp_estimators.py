@@ -108,7 +108,8 @@ def test_a_torch_module_is_copied_trained_and_never_modified(tab):
     clf = _clf(model=net, feature_bounds=(-6, 6)).fit(X, y)
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
     assert clf.model_name_ == "user" and clf.model_ is not net
-    assert clf.score(X, y) > 0.5
+    # trained: above chance (1/3 for 3 classes) by more than 4 binomial SEs at n = 900
+    assert clf.score(X, y) > 0.4
     twin = clone(clf)
     assert twin.get_params()["model"] is not net and not hasattr(twin, "model_")
 

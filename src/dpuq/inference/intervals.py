@@ -67,7 +67,7 @@ from dpuq.inference.interval_methods import (
 from dpuq.inference.naive import naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_cdf
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
-from dpuq.privacy.ledger import charge
+from dpuq.privacy.ledger import charge, ledger_required
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
@@ -354,6 +354,9 @@ def _general(
             "statistic_bounds": np.asarray(statistic_bounds, dtype=float).tolist(),
         }
 
+    if ledger is None and dataset is None and ledger_required():
+        # refused before the subsets' (unreleased) summaries draw their resamples
+        charge(None, None, epsilon, what=what, random_state=random_state)
     out = _private_statistic_interval(
         x,
         statistic,

@@ -207,7 +207,7 @@ def test_exact_samplers_at_the_entry_points_settings_with_many_draws():
     settings the entry points use, 20,000 draws per data set: tighter bounds than the
     one-call-per-draw audits above can afford."""
     from dpuq.mechanisms.quantile import private_quantiles
-    from dpuq.mechanisms.risk import certified_risk_target, loss_sums, risk_selection_rows
+    from dpuq.mechanisms.risk import _risk_selection_rows, certified_risk_target, loss_sums
 
     n = 300
     record = calibrate(np.full(n, 0.5), alpha=0.1, epsilon=EPS, random_state=0)
@@ -233,7 +233,7 @@ def test_exact_samplers_at_the_entry_points_settings_with_many_draws():
 
     def risk_batch(data, seeds):
         sums = np.tile(loss_sums(np.asarray(data)), (seeds.size, 1))
-        return risk_selection_rows(sums, n, target, EPS, random_state=int(seeds[0]))
+        return _risk_selection_rows(sums, n, target, EPS, random_state=int(seeds[0]))
 
     check(
         audit_release(

@@ -91,6 +91,8 @@ def laplace_lattice(scale: float) -> tuple[float, int]:
     (True, True)
     """
     b = check_positive_finite(scale, "scale")
+    if b < 2.0**-1000:  # its lattice step would underflow below the smallest float
+        raise ValueError(f"scale must be at least 2^-1000 (a noise scale this small: {b!r})")
     _, exponent = math.frexp(b)  # b = mantissa 2^exponent, mantissa in [0.5, 1)
     gamma = math.ldexp(1.0, exponent - 1 - LATTICE_BITS)
     return gamma, math.ceil(b / gamma)  # b / gamma is exact (a power-of-two division)
@@ -116,7 +118,10 @@ def lattice_laplace_scale(sensitivity: float, epsilon: float, dim: int = 1) -> f
     slack = eps - dim * _RHO
     if not slack > 0.5 * eps:
         raise ValueError("epsilon is too small for the lattice of exact Laplace noise")
-    return math.nextafter(math.nextafter(sens / slack, math.inf), math.inf)
+    scale = math.nextafter(math.nextafter(sens / slack, math.inf), math.inf)
+    if scale < 2.0**-1000:  # the lattice step of so small a scale underflows
+        raise ValueError("sensitivity / epsilon must be at least 2^-1000 (exact Laplace noise)")
+    return scale
 
 
 class _ExactUnit:

@@ -10,15 +10,18 @@
 Nothing here computes a statistic.
 """
 
+from dpuq.io._text import _decimal_point as _decimal_point  # the old dpuq.io module's names
 from dpuq.io.files import (
     READ_SUFFIXES,
     check_output_path,
     check_read_suffix,
+    is_data_line,
     json_text,
     read_array,
     read_json,
     read_matrix,
     read_vector,
+    text_layout,
     write_intervals,
     write_json,
     write_sets,
@@ -28,11 +31,13 @@ __all__ = [
     "READ_SUFFIXES",
     "check_output_path",
     "check_read_suffix",
+    "is_data_line",
     "json_text",
     "read_array",
     "read_json",
     "read_matrix",
     "read_vector",
+    "text_layout",
     "write_intervals",
     "write_json",
     "write_sets",

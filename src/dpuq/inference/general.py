@@ -117,15 +117,22 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import ndtri
 
 from dpuq._validation import check_epsilon, check_in_open_unit, check_work
 from dpuq.inference._data import UninformativeIntervalWarning
 from dpuq.inference._subsets import (
+    LOCATION_BETA,
+    SPREAD_FRACTION_MIN,
+    SPREAD_NOISE_BETA,
+    SPREAD_RADII,
+    SPREAD_SHARES,
+    SPREAD_SWITCH,
     SubsetSummaries,
     _check_statistic_bounds,
     _log_sd_grid,
     _rows,
+    _spread_from_count,
+    location_epsilon,
     location_failure_bound,
     resolve_general_subsets,
     subset_summaries,
@@ -172,29 +179,9 @@ LOCATE_HALF_WIDTH = 1.5
 LOG_SD_HALF_WIDTH = math.log(2.0)
 #: Most candidates of the estimate's private median (its step is ``sd_b / 2`` otherwise).
 MAX_CANDIDATES = 10_001
-#: Largest data-free bound on the probability that a private location misses the values
-#: (:func:`location_failure_bound`) at which an interval is still released.
-LOCATION_BETA = 0.05
 #: Most groups of the delete-a-group jackknife that bias-corrects each subset's estimate
 #: (subsets of at most this many rows get the delete-one jackknife).
 JACKKNIFE_GROUPS = 50
-#: Radii of the spread's two counts, in units of the preliminary scale (the bootstrap's), and
-#: their shares of the spread's count budget. The bootstrap of small subsets is short by a
-#: factor 1-4.5 on skewed data (issue 33), which the first radius keeps at 0.45-2
-#: normal-equivalent spreads, where a count measures a spread best; the second is the safety
-#: net where the bootstrap says almost nothing (a rare group: one row of it per subset).
-SPREAD_RADII = (2.0, 16.0)
-SPREAD_SHARES = (2.0 / 3.0, 1.0 / 3.0)
-#: Below this released fraction within the first radius, the second count is used.
-SPREAD_SWITCH = 0.25
-#: Released fractions within the radius above the cap say only that the spread is below
-#: ``radius / Φ⁻¹((1 + cap)/2)``; below ``SPREAD_FRACTION_MIN`` the release is trivial.
-SPREAD_FRACTION_CAP = 0.99
-SPREAD_FRACTION_MIN = 0.05
-#: A released count below the level its Laplace noise alone exceeds with this probability
-#: (``scale log(1/(2β))``, public) gives the trivial release: a statistic with no estimate on
-#: most subsets must not get an interval made of noise.
-SPREAD_NOISE_BETA = 0.01
 #: Below this subset size the report warns that coverage of nonlinear statistics on
 #: heavy-tailed data is not assured (a public quantity: ``b = n // s``).
 RELIABLE_SUBSET = 100
@@ -225,22 +212,6 @@ def _em_quantile(values, candidates, level, epsilon, rng) -> float:
     return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
                                                   random_state=rng,
                                                   ledger=CALLER_CHARGED)])  # fmt: skip
-
-
-def _spread_from_count(count: float, s: int, radius: float, floor: float) -> float | None:
-    """The normal-equivalent spread ``σ`` with ``P(|θ_k - m| <= radius) = count / s``.
-
-    Post-processing of the released ``count``: ``σ = radius / Φ⁻¹((1 + F)/2)``, ``F`` the
-    released fraction. A fraction above :data:`SPREAD_FRACTION_CAP` says only that ``σ`` is at
-    most about ``radius / 2.6``; the spread is then taken as that bound, or ``floor`` if larger
-    (conservative: a wider interval). ``None`` when the fraction is below
-    :data:`SPREAD_FRACTION_MIN` (the spread is too large for the radius to say anything).
-    """
-    frac = count / s
-    if not frac >= SPREAD_FRACTION_MIN:
-        return None
-    x = float(ndtri((1.0 + min(frac, SPREAD_FRACTION_CAP)) / 2.0))
-    return max(radius / x, floor)
 
 
 def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dict:
@@ -297,18 +268,6 @@ def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dic
         "released_median": m,
         "window_half_width": w,
     }
-
-
-def location_epsilon(n_candidates: int, n_subsets: int) -> float:
-    """The ε at which :func:`location_failure_bound` is ``LOCATION_BETA / 2``: ``4 log(2 G /
-    β) / s``. A function of public and released quantities only.
-
-    Examples
-    --------
-    >>> round(location_epsilon(133, 200), 3)
-    0.172
-    """
-    return 4.0 * math.log(2.0 * n_candidates / LOCATION_BETA) / n_subsets
 
 
 def _trivial(lo: float, hi: float, why: str) -> dict:
@@ -391,7 +350,8 @@ def _private_statistic_interval(
     else:
         bound = location_failure_bound(MAX_CANDIDATES, eps / (3 * p), s)
     if bound > LOCATION_BETA:  # nothing is computed from the data: nothing is spent
-        rows = [_trivial(lo[j], hi[j], f"the spread's location may miss (bound {bound:.2g} > {LOCATION_BETA:g})")
+        why = f"the spread's location may miss (bound {bound:.2g} > {LOCATION_BETA:g})"
+        rows = [_trivial(lo[j], hi[j], why)
                 for j in range(p)]  # fmt: skip
         return _finish(rows, statistic, name, method, a, scalar, _report(
             0.0, method, n, s, tt, p, share, (n // s) if method == "ensemble" else 0, n // s,

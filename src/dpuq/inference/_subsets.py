@@ -11,9 +11,10 @@ subset's rows, so ``f`` (user code: hostile until shown otherwise) is isolated:
   flagged rows" by zeroing their weights) cannot carry one subset's data into another call;
 - during the calls, ``f``'s warnings, ``stdout``/``stderr`` and log records (``logging``
   is disabled for the duration, then restored) are swallowed, never replayed;
-- any ``BaseException`` that ``f`` raises counts as "no estimate" (the centre of the bounds),
-  except ``KeyboardInterrupt``: the summaries are computed **before** the budget is charged,
-  so an interrupt aborts the release with nothing charged and nothing released.
+- any ``BaseException`` that ``f`` raises counts as "no estimate" (NaN; how the release
+  treats it: :mod:`dpuq.inference.general`), except ``KeyboardInterrupt``: the summaries
+  are computed **before** the budget is charged, so an interrupt aborts the release with
+  nothing charged and nothing released.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import ndtri
 
 from dpuq._sealed import silenced
 from dpuq._validation import check_in_open_unit, check_work
@@ -37,7 +39,7 @@ __all__ = [
     "weighted_quantile",
 ]
 
-#: Failures of ``f`` that count as "no estimate on this subset" (the centre of the bounds):
+#: Failures of ``f`` that count as "no estimate on this subset" (NaN):
 #: every ``BaseException`` but ``KeyboardInterrupt`` (``SystemExit`` from a library included),
 #: and an output of the wrong size or type. Whether ``f`` fails on a subset depends on the
 #: data, so no failure may escape as an error or a warning (it would tell neighbouring data
@@ -77,6 +79,26 @@ def _fresh_rows(rows):
 
 #: Candidates of the ``log sd`` median: step and span below the bounds' width.
 LOG_SD_STEP, LOG_SD_SPAN = 0.25, math.log(1e6)
+#: Largest data-free bound on the probability that a private location misses the values
+#: (:func:`location_failure_bound`) at which an interval is still released.
+LOCATION_BETA = 0.05
+#: Radii of the spread's two counts, in units of the preliminary scale (the bootstrap's), and
+#: their shares of the spread's count budget. The bootstrap of small subsets is short by a
+#: factor 1-4.5 on skewed data (issue 33), which the first radius keeps at 0.45-2
+#: normal-equivalent spreads, where a count measures a spread best; the second is the safety
+#: net where the bootstrap says almost nothing (a rare group: one row of it per subset).
+SPREAD_RADII = (2.0, 16.0)
+SPREAD_SHARES = (2.0 / 3.0, 1.0 / 3.0)
+#: Below this released fraction within the first radius, the second count is used.
+SPREAD_SWITCH = 0.25
+#: Released fractions within the radius above the cap say only that the spread is below
+#: ``radius / Φ⁻¹((1 + cap)/2)``; below ``SPREAD_FRACTION_MIN`` the release is trivial.
+SPREAD_FRACTION_CAP = 0.99
+SPREAD_FRACTION_MIN = 0.05
+#: A released count below the level its Laplace noise alone exceeds with this probability
+#: (``scale log(1/(2β))``, public) gives the trivial release: a statistic with no estimate on
+#: most subsets must not get an interval made of noise.
+SPREAD_NOISE_BETA = 0.01
 #: Smallest subset the automatic number of subsets allows.
 MIN_AUTO_SUBSET = 20
 
@@ -119,6 +141,34 @@ def location_failure_bound(n_candidates: int, epsilon: float, n_subsets: int) ->
     0.031
     """
     return float(n_candidates * math.exp(-epsilon * n_subsets / 4.0))
+
+
+def location_epsilon(n_candidates: int, n_subsets: int) -> float:
+    """The ε at which :func:`location_failure_bound` is ``LOCATION_BETA / 2``: ``4 log(2 G /
+    β) / s``. A function of public and released quantities only.
+
+    Examples
+    --------
+    >>> round(location_epsilon(133, 200), 3)
+    0.172
+    """
+    return 4.0 * math.log(2.0 * n_candidates / LOCATION_BETA) / n_subsets
+
+
+def _spread_from_count(count: float, s: int, radius: float, floor: float) -> float | None:
+    """The normal-equivalent spread ``σ`` with ``P(|θ_k - m| <= radius) = count / s``.
+
+    Post-processing of the released ``count``: ``σ = radius / Φ⁻¹((1 + F)/2)``, ``F`` the
+    released fraction. A fraction above :data:`SPREAD_FRACTION_CAP` says only that ``σ`` is at
+    most about ``radius / 2.6``; the spread is then taken as that bound, or ``floor`` if larger
+    (conservative: a wider interval). ``None`` when the fraction is below
+    :data:`SPREAD_FRACTION_MIN` (the spread is too large for the radius to say anything).
+    """
+    frac = count / s
+    if not frac >= SPREAD_FRACTION_MIN:
+        return None
+    x = float(ndtri((1.0 + min(frac, SPREAD_FRACTION_CAP)) / 2.0))
+    return max(radius / x, floor)
 
 
 def _log_sd_grid(lo: float, hi: float) -> np.ndarray:
@@ -168,10 +218,10 @@ class SubsetSummaries:
 
 
 def _clean(values, lo, hi, shape) -> np.ndarray:
-    """f's output as ``shape``, non-finite values at the centre of the bounds, then clamped.
+    """f's output as ``shape``, clamped to the bounds; a non-finite value is NaN: no estimate.
 
-    An output that is not ``math.prod(shape)`` real numbers counts as no estimate (all NaN,
-    so the centre): whether it happens may depend on the data, so it is never an error.
+    An output that is not ``math.prod(shape)`` real numbers counts as no estimate (all NaN):
+    whether it happens may depend on the data, so it is never an error.
     """
     try:
         v = np.asarray(values, dtype=float)
@@ -182,7 +232,7 @@ def _clean(values, lo, hi, shape) -> np.ndarray:
         raise
     except ESTIMATION_ERRORS:
         v = np.full(shape, np.nan)
-    v = np.where(np.isfinite(v), v, (lo + hi) / 2.0)
+    v = np.where(np.isfinite(v), v, np.nan)
     return np.clip(v, lo, hi)
 
 
@@ -197,34 +247,51 @@ def _call(f, rows, weights, lo, hi, shape) -> np.ndarray:
     return _clean(out, lo, hi, shape)
 
 
-def jackknife_weights(b: int, n: int, groups: int) -> tuple[np.ndarray, int]:
+def jackknife_weights(b: int, n: int, groups: int) -> tuple[np.ndarray, np.ndarray]:
     """``(W, d)``: the ``g`` delete-a-group weight vectors of a subset of ``b`` rows.
 
-    Group ``j`` is positions ``j d .. (j+1) d - 1`` with ``d = b // g`` (the partition is a
-    uniformly random permutation, so these are random groups); row ``j`` of ``W`` weighs the
-    group 0 and every other row ``n / (b - d)`` (total weight ``n``, as every call). Public.
+    The groups partition **all** ``b`` positions into ``g`` runs of ``d_j`` rows
+    (``floor(b/g)`` or one more; ``g = b``: the delete-one jackknife). The partition of the
+    rows into subsets is a uniformly random permutation, so these are random groups. Row
+    ``j`` of ``W`` weighs group ``j`` 0 and every other row ``n / (b - d_j)`` (total weight
+    ``n``, as every call). Public. (A partition that leaves rows out of every group, as before
+    0.4, inflated the corrected estimator's spread by 10-30 % on subsets of 25 rows.)
 
     Examples
     --------
-    >>> w, d = jackknife_weights(4, 8, 2)
-    >>> w.tolist(), d
-    ([[0.0, 0.0, 4.0, 4.0], [4.0, 4.0, 0.0, 0.0]], 2)
+    >>> w, d = jackknife_weights(5, 10, 2)
+    >>> w.round(2).tolist(), d.tolist()
+    ([[0.0, 0.0, 0.0, 5.0, 5.0], [3.33, 3.33, 3.33, 0.0, 0.0]], [3, 2])
     """
-    d = b // groups
-    w = np.full((groups, b), n / (b - d))
-    for j in range(groups):
-        w[j, j * d : (j + 1) * d] = 0.0
+    g = int(groups)
+    if not 2 <= g <= b:
+        raise ValueError(f"jackknife groups must be in [2, {b}], got {g}")
+    d = np.full(g, b // g)
+    d[: b % g] += 1
+    ends = np.cumsum(d)
+    group_of = np.searchsorted(ends, np.arange(b), side="right")
+    w = np.where(group_of[None, :] == np.arange(g)[:, None], 0.0, (n / (b - d))[:, None])
     return w, d
 
 
-def jackknife_correct(theta, deleted, b: int, d: int, lo, hi) -> np.ndarray:
-    """Delete-``d`` jackknife bias correction, clamped: ``(b θ - (b - d) mean_j θ_(-j)) / d``.
+def jackknife_correct(theta, deleted, b: int, d, lo, hi) -> np.ndarray:
+    """Delete-a-group jackknife bias correction, clamped.
 
-    ``theta`` ``(..., p)``, ``deleted`` ``(..., g, p)``. For a bias ``a/b + O(1/b²)`` the
-    ``a/b`` term cancels exactly (``a/d - a/d``); linear statistics are unchanged.
+    ``θ_J = θ - mean_j (θ_(-j) - θ) (b - d_j) / d_j``; with equal groups
+    ``(b θ - (b - d) mean_j θ_(-j)) / d``. For a bias ``a/m + O(1/m²)`` at ``m`` rows each
+    term estimates ``a/b`` (``θ_(-j) - θ ≈ a d_j / (b (b - d_j))``), so the ``a/b`` term
+    cancels; linear statistics are unchanged. ``theta`` ``(..., p)``, ``deleted``
+    ``(..., g, p)``, ``d`` the ``g`` group sizes (or one size). NaN is no estimate: a NaN
+    ``theta`` stays NaN, and deleted fits with no estimate are left out of the mean (none
+    left: no correction).
     """
-    corrected = (b * theta - (b - d) * deleted.mean(axis=-2)) / d
-    return np.clip(corrected, lo, hi)
+    dd = np.broadcast_to(np.asarray(d, dtype=float), (deleted.shape[-2],))
+    factor = ((b - dd) / dd)[:, None]
+    terms = (deleted - theta[..., None, :]) * factor
+    ok = np.isfinite(terms)  # a deleted fit with no estimate is left out of the mean
+    count = ok.sum(axis=-2)
+    correction = np.where(ok, terms, 0.0).sum(axis=-2) / np.maximum(count, 1)
+    return np.clip(theta - correction, lo, hi)
 
 
 def subset_summaries(
@@ -250,7 +317,7 @@ def subset_summaries(
     n, take = _rows(x)
     s, tt, p = n_subsets, n_resamples, lo.size
     b = n // s
-    g = min(int(jackknife_groups), b // 2)
+    g = min(int(jackknife_groups), b)
     check_work(
         s * (tt + g) * b,
         f"n_subsets x n_resamples x subset size = {s:,} x {tt:,} x {b:,}",
@@ -279,9 +346,13 @@ def subset_summaries(
     if g > 0:
         theta = jackknife_correct(theta, values[:, 1:m], b, d, lo, hi)
     floor = (hi - lo) * 1e-9
-    if tt > 1:  # sd_b: see step 2 of the module docstring
+    if tt > 1:  # the preliminary scale: see step 2 of the module docstring
         factor = math.sqrt(n / b) if resample_size == "n" else math.sqrt(b / (b - 1))
-        sd = np.maximum(star.std(axis=1, ddof=1) * factor, floor)
+        live = np.isfinite(star).sum(axis=1)  # resamples with an estimate
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.nansum(star, axis=1) / live
+            var = np.nansum((star - mean[:, None]) ** 2, axis=1) / (live - 1)
+        sd = np.where(live >= 2, np.maximum(np.sqrt(var) * factor, floor), np.nan)
     else:
         sd = np.broadcast_to(floor, (s, p))
     return SubsetSummaries(theta, sd, n, b, tt)

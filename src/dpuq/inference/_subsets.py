@@ -255,7 +255,7 @@ def jackknife_weights(b: int, n: int, groups: int) -> tuple[np.ndarray, np.ndarr
     rows into subsets is a uniformly random permutation, so these are random groups. Row
     ``j`` of ``W`` weighs group ``j`` 0 and every other row ``n / (b - d_j)`` (total weight
     ``n``, as every call). Public. (A partition that leaves rows out of every group, as before
-    0.4, inflated the corrected estimator's spread by 10-30 % on subsets of 25 rows.)
+    the fourth wave, inflated the corrected estimator's spread by 10-30 % on subsets of 25 rows.)
 
     Examples
     --------

@@ -30,7 +30,7 @@ with a subsample-and-aggregate point estimate.
    ``statistic_bounds``. A call that raises (any ``BaseException`` but ``KeyboardInterrupt``)
    or returns a non-finite value is **no estimate**: it is in no window of step 3 (the
    location's and the spread's counts leave it out, so the spread is wider: conservative) and
-   the mean of step 3d takes it at the released location ``m`` (0.3 and before: the centre of
+   the mean of step 3d takes it at the released location ``m`` (before the fourth wave: the centre of
    the bounds, which pulled the mean towards it by the share of such subsets; a group mean
    with no row of the group in a subset of 25 rows, or an odds ratio with an empty cell, took
    coverage to 0.66 and 0). Each call gets its own
@@ -52,7 +52,7 @@ with a subsample-and-aggregate point estimate.
    d. the estimate ``θ̃``: the mean of the ``θ_k`` clamped to ``m ± (κ σ_b + u/2)``,
       ``κ = 4``, plus exact Laplace noise.
 
-   Why the between-subset count and not the bootstrap (0.3 and before): the mean of ``s``
+   Why the between-subset count and not the bootstrap (before the fourth wave): the mean of ``s``
    subset estimates has variance ``Var(θ_k)/s`` exactly, and the ``θ_k`` themselves show
    it. The bootstrap of ``b`` rows measures the spread of the *uncorrected* estimate from the
    rows at hand: on skewed data at ``b = 25`` its geometric mean was 0.22-0.87 of the

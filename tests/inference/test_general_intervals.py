@@ -391,8 +391,8 @@ def rare_group_mean(rows, sample_weight):
 
 def test_subsets_with_no_estimate_do_not_pull_the_interval_to_the_centre():
     """A group of 5 % of rows is missing from about 28 % of subsets of 25 rows: those subsets
-    are no estimate. Taken at the centre of the bounds (before the fourth wave) they moved the estimate
-    by 0.28 x (5 - 3) = 0.56, about 8 standard errors; now they are left out."""
+    are no estimate. Taken at the centre of the bounds (before the fourth wave) they moved the
+    estimate by 0.28 x (5 - 3) = 0.56, about 8 standard errors; now they are left out."""
     reps, truth = 40, 3.0
     margin = 3 * math.sqrt(0.9 * 0.1 / reps)
     rng = np.random.default_rng(21)

@@ -33,8 +33,8 @@ with a subsample-and-aggregate point estimate.
    the mean of step 3d takes it at the released location ``m`` (before the fourth wave: the
    centre of the bounds, which pulled the mean towards it by the share of such subsets; a
    group mean with no row of the group in a subset of 25 rows, or an odds ratio with an empty
-   cell, took coverage to 0.66 and 0). Each call gets its own weight array and read-only rows; ``f``'s warnings, output and log records are swallowed
-   (:mod:`dpuq.inference._subsets`).
+   cell, took coverage to 0.66 and 0). Each call gets its own weight array and read-only rows;
+   ``f``'s warnings, output and log records are swallowed (:mod:`dpuq.inference._subsets`).
 3. Released, per coordinate, in this order (each step's windows and grids are functions of
    the earlier releases, i.e. post-processing):
 

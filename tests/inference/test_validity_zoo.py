@@ -66,15 +66,30 @@ def test_the_spread_between_subsets_covers_where_the_bootstrap_spread_did_not():
     assert r["coverage"] >= 0.9 - 3 * np.sqrt(0.09 / reps), r  # 0.758
 
 
+#: Populations with a cell below the floor in the measured table (docs/assets/zoo/): at
+#: subsets of b = 25 rows the corrected estimates of some statistics on heavy-tailed tables
+#: keep a bias of about one standard error (the SD on NMES1988, spam7 and credit_data; spam7's
+#: and credit_data's slopes), logistic fits meet separation (Computers, breast_cancer, spam7)
+#: and the median of tied values (MedExp, Computers).
+SHORT = ("NMES1988", "spam7", "Computers", "credit_data", "breast_cancer", "MedExp")
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="issue 33, open part: at subsets of b = 25 rows the corrected estimates of some "
-    "statistics on heavy-tailed tables keep a bias of about one standard error (the SD on "
-    "NMES1988, spam7, credit_data; spam7's correlation; small-cell log odds ratios): "
-    "docs/how-to/general_intervals.md, the zoo table",
-    strict=True,  # a population that passes must lose its marker
+@pytest.mark.parametrize(
+    "pop",
+    [
+        pytest.param(
+            p,
+            marks=pytest.mark.xfail(
+                reason="issue 33, open part: docs/how-to/general_intervals.md, the zoo table",
+                strict=True,  # a population that passes must lose its marker
+            ),
+        )
+        if p in SHORT
+        else p
+        for p in zoo.POPULATIONS
+    ],
 )
-@pytest.mark.parametrize("pop", zoo.POPULATIONS)
 def test_zoo_coverage_at_the_floor(pop):
     """Every cell at nominal - 3 SE over 200 samples (n = 5000, ε = 1, nominal 0.90)."""
     for stat in zoo.STATISTICS:

@@ -378,6 +378,11 @@ def _general(
             raise TypeError("quantile is required for statistic='quantile' (a level in (0, 1))")
         if bounds is None:
             raise TypeError("bounds is required for statistic='quantile'")
+        if method not in ("order_statistics", "ensemble", "subsampling"):
+            raise ValueError(
+                "method must be 'order_statistics', 'ensemble' or 'subsampling' for "
+                f"statistic='quantile', got {method!r}"
+            )
         level = check_in_open_unit(quantile, "quantile")
         statistic = weighted_quantile(level)
         name = f"quantile {level:g}"

@@ -123,6 +123,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.merge:
         rows = [r for p in args.merge for r in json.loads(p.read_text())]
+        rows.sort(key=lambda r: (not r["bias_correction"] and r["statistic"] in zoo.SMOOTH,
+                                 zoo.POPULATIONS.index(r["population"]),
+                                 zoo.STATISTICS.index(r["statistic"])))  # fmt: skip
     else:
         bc = not args.no_bias_correction
         cells = [(pop, stat, bc, args) for pop in args.populations for stat in args.statistics]

@@ -342,6 +342,11 @@ def test_quantile_errors_name_the_argument():
         dpuq.private_confidence_interval(
             x, statistic="mean", statistic_bounds=(0, 1), bounds=(0, 1), alpha=0.1, epsilon=1
         )
+    with pytest.raises(ValueError, match="'order_statistics', 'ensemble' or 'subsampling'"):
+        dpuq.private_confidence_interval(
+            x, statistic="quantile", quantile=0.5, bounds=(0, 1), alpha=0.1, epsilon=1,
+            method="naive",
+        )  # fmt: skip
 
 
 # --- coverage (asymptotic): seeded simulations with a stated margin ------------------------------
@@ -391,8 +396,8 @@ def rare_group_mean(rows, sample_weight):
 
 def test_subsets_with_no_estimate_do_not_pull_the_interval_to_the_centre():
     """A group of 5 % of rows is missing from about 28 % of subsets of 25 rows: those subsets
-    are no estimate. Taken at the centre of the bounds (0.3 and before) they moved the estimate
-    by 0.28 x (5 - 3) = 0.56, about 8 standard errors; now they are left out."""
+    are no estimate. Taken at the centre of the bounds (before the fourth wave) they moved the
+    estimate by 0.28 x (5 - 3) = 0.56, about 8 standard errors; now they are left out."""
     reps, truth = 40, 3.0
     margin = 3 * math.sqrt(0.9 * 0.1 / reps)
     rng = np.random.default_rng(21)
@@ -514,3 +519,16 @@ def test_cli_errors_are_one_line_naming_the_argument_without_data(tmp_path, caps
                            "crp", "--bounds", "0", "1000")  # fmt: skip
     assert code == 2 and "--quantile" in err
     assert not (tmp_path / "o.json").exists()
+
+
+def test_the_jackknife_leaves_a_mean_unchanged_with_unequal_groups():
+    """Review of issue 33: with 73 rows in 50 groups (sizes 1 and 2) an unweighted mean of the
+    groups' terms moved a subset's mean; weighted by the groups' rows it is exactly unchanged."""
+    b, n = 73, 7300
+    x = np.random.default_rng(9).lognormal(size=b)
+    w, d = jackknife_weights(b, n, 50)
+    assert set(d.tolist()) == {1, 2}
+    full = np.full((1, b), n / b)
+    theta = wmean(x, full)  # shape (1,): one subset
+    got = jackknife_correct(theta[:, None], wmean(x, w)[None, :, None], b, d, -1e9, 1e9)
+    assert float(got[0, 0]) == pytest.approx(float(theta[0]), rel=1e-12)

@@ -57,13 +57,39 @@ def test_the_zoo_has_six_populations_and_twelve_statistics_with_public_bounds():
             assert c.bounds[0] < c.truth < c.bounds[1], (pop, stat)
 
 
+def test_the_spread_between_subsets_covers_where_the_bootstrap_spread_did_not():
+    """Diamonds' correlation of carat and log(price) (n = 5000, ε = 1): the geometric mean of
+    the subsets' bootstrap spreads was half the corrected estimates' spread and covered 0.235
+    over 200 samples (before the fourth wave); the released spread between the subsets covers."""
+    reps = 40
+    r = zoo.run_cell("diamonds", "correlation", reps=reps, n_width=0, seed=33)
+    assert r["coverage"] >= 0.9 - 3 * np.sqrt(0.09 / reps), r  # 0.758
+
+
+#: Populations with a cell below the floor in the measured table (docs/assets/zoo/): at
+#: subsets of b = 25 rows the corrected estimates of some statistics on heavy-tailed tables
+#: keep a bias of about one standard error (the SD on NMES1988, spam7 and credit_data; spam7's
+#: and credit_data's slopes), logistic fits meet separation (Computers, breast_cancer, spam7)
+#: and the median of tied values (MedExp, Computers).
+SHORT = ("NMES1988", "spam7", "Computers", "credit_data", "breast_cancer", "MedExp")
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="issue 33, open part: at subsets of b = 25 rows the bootstrap spread of heavy-"
-    "tailed statistics is short (docs/how-to/general_intervals.md, the zoo table)",
-    strict=True,  # a population that passes must lose its marker
+@pytest.mark.parametrize(
+    "pop",
+    [
+        pytest.param(
+            p,
+            marks=pytest.mark.xfail(
+                reason="issue 33, open part: docs/how-to/general_intervals.md, the zoo table",
+                strict=True,  # a population that passes must lose its marker
+            ),
+        )
+        if p in SHORT
+        else p
+        for p in zoo.POPULATIONS
+    ],
 )
-@pytest.mark.parametrize("pop", zoo.POPULATIONS)
 def test_zoo_coverage_at_the_floor(pop):
     """Every cell at nominal - 3 SE over 200 samples (n = 5000, ε = 1, nominal 0.90)."""
     for stat in zoo.STATISTICS:

@@ -185,10 +185,20 @@ def logistic_slope(center: float, scale: float, iterations: int = 25):
 
 
 def log_odds_ratio(rows, sample_weight):
-    """2×2 log odds ratio of ``z`` and ``e`` with the Haldane-Anscombe correction: half a row
-    added to each cell (what a careful analyst writes: the plain form is infinite whenever a
-    cell is empty, as it often is in a subset of tens of rows; on a population of thousands
-    of rows the two agree to a few thousandths)."""
+    """2×2 log odds ratio of ``z`` and ``e`` (weighted counts, no continuity correction: the
+    population value is the plain log odds ratio). A subset with an empty cell has no
+    estimate (an infinite value)."""
+    w, z, e = _w(sample_weight), rows[:, 3] > 0.5, rows[:, 4] > 0.5
+    a, b, c, d = (w @ ((z == zz) & (e == ee)) for zz in (True, False) for ee in (True, False))
+    with np.errstate(all="ignore"):
+        return _out(np.log(a) + np.log(d) - np.log(b) - np.log(c), sample_weight)
+
+
+def log_odds_ratio_haldane(rows, sample_weight):
+    """The same with the Haldane-Anscombe correction (half a row added to each cell): finite
+    on every subset, but on subsets of tens of rows the half rows dominate small cells and
+    shrink the estimate towards 0 (docs/how-to/general_intervals.md: coverage 0.005-0.78 on
+    four tables at subsets of 25 rows). Not one of the zoo's twelve statistics."""
     w, z, e = _w(sample_weight), rows[:, 3] > 0.5, rows[:, 4] > 0.5
     half = 0.5 * w.sum(axis=1) / rows.shape[0]  # half a row, in the weights' units
     a, b, c, d = (w @ ((z == zz) & (e == ee)) + half for zz in (True, False)

@@ -30,12 +30,11 @@ with a subsample-and-aggregate point estimate.
    ``statistic_bounds``. A call that raises (any ``BaseException`` but ``KeyboardInterrupt``)
    or returns a non-finite value is **no estimate**: it is in no window of step 3 (the
    location's and the spread's counts leave it out, so the spread is wider: conservative) and
-   the mean of step 3d takes it at the released location ``m`` (0.3 and before: the centre of
-   the bounds, which pulled the mean towards it by the share of such subsets; a group mean
-   with no row of the group in a subset of 25 rows, or an odds ratio with an empty cell, took
-   coverage to 0.66 and 0). Each call gets its own
-   weight array and read-only rows; ``f``'s warnings, output and log records are swallowed
-   (:mod:`dpuq.inference._subsets`).
+   the mean of step 3d takes it at the released location ``m`` (before the fourth wave: the
+   centre of the bounds, which pulled the mean towards it by the share of such subsets; a
+   group mean with no row of the group in a subset of 25 rows, or an odds ratio with an empty
+   cell, took coverage to 0.66 and 0). Each call gets its own weight array and read-only rows;
+   ``f``'s warnings, output and log records are swallowed (:mod:`dpuq.inference._subsets`).
 3. Released, per coordinate, in this order (each step's windows and grids are functions of
    the earlier releases, i.e. post-processing):
 
@@ -49,10 +48,11 @@ with a subsample-and-aggregate point estimate.
       Laplace noise; with ``c`` the first count, or the second where the first is below
       ``s/4``, the normal-equivalent spread of one subset's estimate is
       ``σ_b = r / Φ⁻¹((1 + c/s)/2)`` (:func:`_spread_from_count`);
-   d. the estimate ``θ̃``: the mean of the ``θ_k`` clamped to ``m ± (κ σ_b + u/2)``,
-      ``κ = 4``, plus exact Laplace noise.
+   d. the estimate ``θ̃``: the mean of the ``θ_k`` clamped to ``m ± (κ σ_b + step)``,
+      ``κ = 4``, ``step`` the candidates' spacing (``u/2``, or ``(hi - lo)/10000`` if larger),
+      plus exact Laplace noise.
 
-   Why the between-subset count and not the bootstrap (0.3 and before): the mean of ``s``
+   Why the between-subset count and not the bootstrap (before the fourth wave): the mean of ``s``
    subset estimates has variance ``Var(θ_k)/s`` exactly, and the ``θ_k`` themselves show
    it. The bootstrap of ``b`` rows measures the spread of the *uncorrected* estimate from the
    rows at hand: on skewed data at ``b = 25`` its geometric mean was 0.22-0.87 of the
@@ -100,9 +100,11 @@ corrected estimates keep a bias of about one standard error and a long tail, and
 falls below nominal (``docs/how-to/general_intervals.md``, the validity zoo); the report says
 so whenever ``b < RELIABLE_SUBSET`` (public: ``n``, ε and ``s`` only). Statistics that are
 not defined on every small subset (a logistic fit with separation, an odds ratio with an
-empty cell) are no estimate there: the aggregate is then the mean over the subsets where
-``f`` is defined, whose own bias at ``b`` rows may be large (prefer a continuity-corrected or
-penalised form).
+empty cell) are no estimate there: they are taken at the released location ``m`` in the
+mean, which pulls it towards ``m`` by their share times the distance from ``m`` to the mean of
+the others (small when ``m`` is near that mean), and the others' own bias at ``b`` rows may be
+large (prefer a penalised form; a continuity correction of small cells is itself a large
+bias at tens of rows). ``method="subsampling"`` takes them alternately at the two bounds.
 
 ``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the
 amplification by overlapping subsamples): three exponential-mechanism quantiles of the same
@@ -175,7 +177,8 @@ MEDIAN_SHARE = {"estimate": 0.35, "se": 0.5}
 KAPPA = 4.0
 #: Half-width of the locating window of the estimate, in units of ``sd_b``.
 LOCATE_HALF_WIDTH = 1.5
-#: Half-width of the clamping window of ``log sd_k`` (a factor 2 either side).
+#: Width of the window of ``log sd_k`` whose count locates the preliminary scale (half of it
+#: either side: a factor sqrt(2)).
 LOG_SD_HALF_WIDTH = math.log(2.0)
 #: Most candidates of the estimate's private median (its step is ``sd_b / 2`` otherwise).
 MAX_CANDIDATES = 10_001
@@ -223,7 +226,8 @@ def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dic
     pre = math.exp(_em_value(np.log(sd), _log_sd_grid(lo, hi), e_pre, rng,
                              half_width=LOG_SD_HALF_WIDTH / 2.0))  # fmt: skip
     step = max(pre / 2.0, (hi - lo) / (MAX_CANDIDATES - 1))
-    cand = np.append(lo + step * np.arange(math.floor((hi - lo) / step) + 1), hi)
+    cand = lo + step * np.arange(math.floor((hi - lo) / step) + 1)
+    cand = cand if cand[-1] >= hi else np.append(cand, hi)  # hi once, never twice
     # the location's share: no more than the data-free bound needs (the rest goes to the mean)
     e_med = min(MEDIAN_SHARE["estimate"] * e_est, location_epsilon(cand.size, s))
     bound = location_failure_bound(cand.size, e_med, s)
@@ -283,7 +287,10 @@ def _trivial(lo: float, hi: float, why: str) -> dict:
 
 def _subsampling_coordinate(theta, lo, hi, n, b, alpha, eps, rng) -> dict:
     cand = np.linspace(lo, hi, MAX_CANDIDATES)
-    theta = np.where(np.isnan(theta), (lo + hi) / 2.0, theta)  # no estimate: the centre
+    # no estimate: alternately the two bounds (public positions), which widens the quantiles
+    # (conservative) where the centre of the bounds made an interval of failures look narrow
+    ends = np.where(np.arange(theta.size) % 2 == 0, lo, hi)
+    theta = np.where(np.isnan(theta), ends, theta)
     q_lo, m, q_hi = (_em_quantile(theta, cand, lv, eps / 3.0, rng)
                      for lv in (alpha / 2.0, 0.5, 1.0 - alpha / 2.0))  # fmt: skip
     r = math.sqrt(b / n)
@@ -396,12 +403,17 @@ def _private_statistic_interval(
 def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyReport:
     return PrivacyReport(
         mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "
-        + ("bootstrap spread, " if method == "ensemble" else "")
+        + (
+            "the jackknife, the spread between subsets from two noisy counts, "
+            if method == "ensemble"
+            else ""
+        )
         + "exponential-mechanism locations and clamped means)",
         epsilon=eps,
         relation=Relation.REPLACE_ONE,
-        sensitivity="per coordinate: location utilities 1; clamped means 2 w/s (one person in "
-        f"one of s = {s} subsets; f's output clamped to the public statistic_bounds)",
+        sensitivity="per coordinate: location utilities 1; spread counts 1 each; clamped means "
+        f"2 w/s (one person in one of s = {s} subsets; f's output clamped to the public "
+        "statistic_bounds)",
         details={
             "n": n,
             "n_subsets": s,
@@ -417,9 +429,10 @@ def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyR
         + (
             (
                 f"subsets of b = {b} rows (< {RELIABLE_SUBSET}): the jackknife removes the "
-                "O(1/b) bias, but on heavy-tailed data the bootstrap spread of a nonlinear "
-                "statistic at this size is short and coverage may fall below nominal "
-                "(docs/how-to/general_intervals.md); use more data or a larger epsilon",
+                "O(1/b) bias, but on heavy-tailed data the corrected estimates of a nonlinear "
+                "statistic at this size may keep a bias of about a standard error and coverage "
+                "may fall below nominal (docs/how-to/general_intervals.md); use more data or a "
+                "larger epsilon",
             )
             if 0 < b < RELIABLE_SUBSET
             else ()

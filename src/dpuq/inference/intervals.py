@@ -39,12 +39,19 @@ rests on (asymptotic, higher-order accurate for the studentized mean), not exact
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 
-from dpuq._validation import check_candidates, check_grid_size, check_in_open_unit
+from dpuq._validation import (
+    check_candidates,
+    check_epsilon,
+    check_grid_size,
+    check_in_open_unit,
+)
 from dpuq.inference._data import (
+    UninformativeIntervalWarning,
     check_bounds,
     check_data,
     parse_statistic,
@@ -66,6 +73,7 @@ from dpuq.inference.interval_methods import (
 )
 from dpuq.inference.naive import naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_cdf
+from dpuq.inference.quantile_interval import _private_quantile_interval, order_statistic_ends
 from dpuq.mechanisms.randomness import RandomState, check_random_state, mark_seeded
 from dpuq.privacy.ledger import charge, ledger_required
 from dpuq.scale.sources import is_dask_collection
@@ -94,7 +102,7 @@ def private_confidence_interval(
     vectorized: bool = False,
     bias_correction: bool | None = None,
     trim: float = 0.1,
-    method: str = "ensemble",
+    method: str | None = None,
     n_subsets="auto",
     n_resamples="auto",
     estimate_share: float | None = None,
@@ -157,8 +165,11 @@ def private_confidence_interval(
         for a smooth ``f`` is the uncorrected estimator (the validity zoo's negative control).
     trim : float, default 0.1
         Proportion cut at each end for ``"trimmed_mean"``.
-    method : {"ensemble", "ensemble_cdf", "naive"}, or for a callable statistic and
-        ``"quantile"`` {"ensemble", "subsampling"}
+    method : {"ensemble", "ensemble_cdf", "naive"}; for a callable statistic
+        {"ensemble", "subsampling"}; for ``"quantile"`` {"order_statistics", "ensemble",
+        "subsampling"}. Default: ``"order_statistics"`` for ``"quantile"`` (exact,
+        distribution-free coverage: :mod:`dpuq.inference.quantile_interval`), else
+        ``"ensemble"``.
     n_subsets : "auto" or int
         Subsets of the ensemble; auto ``floor(sqrt(n / ε_cdf))`` (Chadha et al. 2024), with
         ``ε_cdf = (1 - estimate_share) epsilon``.
@@ -175,7 +186,8 @@ def private_confidence_interval(
     delta : float, default 1e-6
         ``"naive"`` only: the δ at which its ε' is reported.
     n_candidates : int, default 1001
-        Candidates of the private median (statistic "median").
+        Candidates of the private median (statistic "median"), or bins of the quantile's
+        order-statistic interval (their resolution is ``(b - a)/n_candidates``).
     symmetric : bool, default True
         ``"ensemble"`` only: a symmetric interval (one released half-width). False releases an
         asymmetry too (the bootstrap-t's skewness correction), splitting the budget three ways;
@@ -211,11 +223,13 @@ def private_confidence_interval(
     >>> ci.lower < 5.0 < ci.upper, ci.privacy_report.epsilon
     (True, 1.0)
     """
+    if method is None:  # the quantile's own exact method; the ensemble for the others
+        method = "order_statistics" if _is_quantile(statistic) else "ensemble"
     if callable(statistic) or statistic == "quantile":
         return _general(
             x, statistic, statistic_bounds, bounds, quantile, vectorized, alpha, epsilon,
             method, n_subsets, n_resamples, estimate_share, clip, random_state, ledger, dataset,
-            bias_correction,
+            bias_correction, n_candidates,
         )  # fmt: skip
     if statistic_bounds is not None or quantile is not None:
         raise ValueError(
@@ -313,12 +327,41 @@ def private_confidence_interval(
     )
 
 
+def _is_quantile(statistic) -> bool:
+    return isinstance(statistic, str) and statistic == "quantile"
+
+
+def _order_statistics(x, bnds, level, alpha, epsilon, n_bins, random_state, ledger, dataset,
+                      name) -> ConfidenceInterval:  # fmt: skip
+    """``statistic="quantile"``'s default: validated settings, the charge, then the release."""
+    a = check_in_open_unit(alpha, "alpha")
+    eps = check_epsilon(epsilon)
+    n_bins = check_candidates(n_bins)
+    if x.size < 2:
+        raise ValueError(f"x needs at least 2 values for a quantile interval, got n={x.size}")
+    settings = {"alpha": a, "n": int(x.size), "statistic": name, "method": "order_statistics",
+                "bounds": [float(bnds[0]), float(bnds[1])]}  # fmt: skip
+    ends = order_statistic_ends(x.size, level, a, eps, n_bins)  # public: which ends are drawn
+    if ends:  # an end that no order statistic reaches is the bound, drawn and charged for nothing
+        charge(ledger, dataset, eps * ends / 2.0, seeded=random_state is not None,
+               what=f"private_confidence_interval ({name}, order_statistics)",
+               settings=settings)  # fmt: skip
+    ci = _private_quantile_interval(x, bnds, level, alpha=a, epsilon=eps, n_bins=n_bins,
+                                   rng=check_random_state(random_state))  # fmt: skip
+    if not ci.informative:
+        warnings.warn(f"uninformative interval: {ci.details['reason']}",
+                      UninformativeIntervalWarning, stacklevel=4)  # fmt: skip
+    return mark_seeded(ci, random_state)
+
+
 def _general(
     x, statistic, statistic_bounds, bounds, quantile, vectorized, alpha, epsilon, method,
     n_subsets, n_resamples, estimate_share, clip, random_state, ledger, dataset,
-    bias_correction=None,
+    bias_correction=None, n_candidates=DEFAULT_MEDIAN_CANDIDATES,
 ):  # fmt: skip
-    """A callable statistic, or ``"quantile"`` (the weighted quantile through the same path)."""
+    """A callable statistic, or ``"quantile"``: by default the exact order-statistic interval
+    (:mod:`dpuq.inference.quantile_interval`), with ``method="ensemble"`` or
+    ``"subsampling"`` the weighted quantile through the subsets' path."""
     if callable(statistic):
         if bounds is not None or quantile is not None:
             raise ValueError(
@@ -335,10 +378,19 @@ def _general(
             raise TypeError("quantile is required for statistic='quantile' (a level in (0, 1))")
         if bounds is None:
             raise TypeError("bounds is required for statistic='quantile'")
-        statistic = weighted_quantile(quantile)
-        name = f"quantile {float(quantile):g}"
+        if method not in ("order_statistics", "ensemble", "subsampling"):
+            raise ValueError(
+                "method must be 'order_statistics', 'ensemble' or 'subsampling' for "
+                f"statistic='quantile', got {method!r}"
+            )
+        level = check_in_open_unit(quantile, "quantile")
+        statistic = weighted_quantile(level)
+        name = f"quantile {level:g}"
         x, _ = check_data(x, bounds, clip=clip)
         statistic_bounds, vectorized, resample_size = check_bounds(bounds), True, "subset"
+        if method == "order_statistics":
+            return _order_statistics(x, statistic_bounds, level, alpha, epsilon, n_candidates,
+                                     random_state, ledger, dataset, name)  # fmt: skip
     share = ESTIMATE_SHARE if estimate_share is None else estimate_share
     if bias_correction is None:  # the jackknife is for smooth statistics, not quantiles
         bias_correction = quantile is None

@@ -65,16 +65,16 @@ def load(name: str, seed: int):
     return x[:n_train], y[:n_train], x[n_train:], y[n_train:]
 
 
-def opacus_tutorial(x, y, n_classes, seed, epsilon=EPS):
+def opacus_tutorial(x, y, n_classes, seed, epsilon=EPS, device="cpu"):
     """The loop of Opacus' tutorials: make_private_with_epsilon, B 256, SGD lr 1, C 1, 10 ep."""
     import torch
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
     torch.manual_seed(seed)
-    model = torch.nn.Linear(x.shape[1], n_classes)
-    loader = DataLoader(TensorDataset(torch.as_tensor(x), torch.as_tensor(y)), batch_size=256,
-                        shuffle=True)  # fmt: skip
+    model = torch.nn.Linear(x.shape[1], n_classes).to(device)
+    data = TensorDataset(torch.as_tensor(x, device=device), torch.as_tensor(y, device=device))
+    loader = DataLoader(data, batch_size=256, shuffle=True)
     engine = PrivacyEngine()
     model, opt, loader = engine.make_private_with_epsilon(
         module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), data_loader=loader,
@@ -89,10 +89,15 @@ def opacus_tutorial(x, y, n_classes, seed, epsilon=EPS):
             opt.step()
             steps += 1
     model.eval()
-    return lambda z: model(torch.as_tensor(z)).argmax(1).numpy(), steps
+
+    def predict(z):
+        with torch.no_grad():
+            return model(torch.as_tensor(z, device=device)).argmax(1).cpu().numpy()
+
+    return predict, steps
 
 
-def dpuq_auto(x, y, n_classes, seed, method, epsilon=EPS):
+def dpuq_auto(x, y, n_classes, seed, method, epsilon=EPS, device="cpu"):
     import torch
 
     from dpuq.privacy.ledger import CALLER_CHARGED
@@ -102,7 +107,7 @@ def dpuq_auto(x, y, n_classes, seed, method, epsilon=EPS):
     net, report = train_classifier(
         torch.nn.Linear(x.shape[1], n_classes), (x, y), method=method, epsilon=epsilon,
         delta=DELTA, relation=RELATION, random_state=seed, show_progress=False,
-        ledger=CALLER_CHARGED,
+        ledger=CALLER_CHARGED, device=device,
     )  # fmt: skip
     return lambda z: predict_proba(net, z).argmax(1), int(report.details["steps"])
 

@@ -41,7 +41,8 @@ import warnings
 import numpy as np
 
 EPS, DELTA, RELATION = 3.0, 1e-5, "add/remove-one"
-SEEDS = tuple(range(int(os.environ.get("BENCH_SEEDS", "3"))))  # a loaded machine: fewer
+_SEEDS = os.environ.get("BENCH_SEEDS", "3").split()  # a count, or the seeds themselves
+SEEDS = tuple(range(int(_SEEDS[0]))) if len(_SEEDS) == 1 else tuple(int(v) for v in _SEEDS)
 
 
 def load(name: str, seed: int):

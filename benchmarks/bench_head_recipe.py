@@ -61,7 +61,7 @@ def features(images: np.ndarray) -> np.ndarray:
 
     from dpuq.training.features import _groups, _scattering, scatter_features
 
-    if device() == "cpu":
+    if device() == "cpu" or len(images) == 0:
         return scatter_features(images)
     transform = _scattering(28, 2, 8).to(device())
     out = []
@@ -73,32 +73,35 @@ def features(images: np.ndarray) -> np.ndarray:
     return np.concatenate(out)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=1)
 def fashion():
     from dpuq.data import load_fashion_mnist
 
     where = os.environ.get("BENCH_FMNIST_DIR")
     tr, te = (load_fashion_mnist(s, directory=where) for s in ("train", "test"))
     n_test = int(os.environ.get("BENCH_N_TEST", str(len(te.labels))))
-    n_pool = int(os.environ.get("BENCH_N_POOL", str(len(tr.labels))))  # small: a CPU check
     t0 = time.perf_counter()
-    ftr, fte = features(tr.images[:n_pool]), features(te.images[:n_test])
-    print(f"features of {len(ftr) + len(fte)} images: {time.perf_counter() - t0:.1f} s", flush=True)
-    return ftr, tr.labels[:n_pool], fte, te.labels[:n_test]
+    fte = features(te.images[:n_test])
+    print(f"features of {len(fte)} test images: {time.perf_counter() - t0:.1f} s", flush=True)
+    return tr.images, tr.labels, fte, te.labels[:n_test]
 
 
-def split(seed: int, set_name: str):
-    """(x_train, y_train, x_valid, y_valid, x_test, y_test) of one seed (test None: glyphs)."""
+def split(seed: int, set_name: str, valid: bool = True):
+    """(x_train, y_train, x_valid, y_valid, x_test, y_test) of one seed (test None: glyphs).
+
+    Fashion-MNIST: ``N_TRAIN`` training and ``N_VALID`` validation images drawn from the
+    train split by the seed (features of those only), the test images as they are.
+    """
     from dpuq.training.features import synthetic_images
 
     if set_name == "glyphs28":
         x, y = synthetic_images(N_TRAIN + N_VALID, side=28, seed=200 + seed)
         f = features(x)
         return f[:N_TRAIN], y[:N_TRAIN], f[N_TRAIN:], y[N_TRAIN:], None, None
-    ftr, ytr, fte, yte = fashion()
+    itr, ytr, fte, yte = fashion()
     o = np.random.default_rng(seed).permutation(len(ytr))
-    tr, va = o[:N_TRAIN], o[N_TRAIN : N_TRAIN + N_VALID]
-    return ftr[tr], ytr[tr], ftr[va], ytr[va], fte, yte
+    tr, va = o[:N_TRAIN], o[N_TRAIN : N_TRAIN + (N_VALID if valid else 0)]
+    return features(itr[tr]), ytr[tr], features(itr[va]), ytr[va], fte, yte
 
 
 def timed_out(what: str) -> bool:
@@ -127,13 +130,14 @@ def compare() -> None:
     print(f"compare: Fashion-MNIST N = {N_TRAIN}, ε = {EPS:g}, δ = {DELTA:g}, add/remove-one, "
           f"device {dev}", flush=True)  # fmt: skip
     for seed in SEEDS:
-        xtr, ytr, _, _, xte, yte = split(seed, "fashion-mnist")
+        xtr, ytr, _, _, xte, yte = split(seed, "fashion-mnist", valid=False)
         for label, fn, extra in (
             ("Opacus tutorial loop", opacus_tutorial, (EPS, dev)),
             ("dpuq DP-SGD (auto)", dpuq_auto, ("dpsgd", EPS, dev)),
             ("dpuq DP-SGLD (auto)", dpuq_auto, ("dpsgld", EPS, dev)),
         ):
-            if not timed_out(f"{label} seed {seed}"):
+            only = os.environ.get("BENCH_RUNS")  # e.g. "dpuq": a subset
+            if not timed_out(f"{label} seed {seed}") and (not only or only in label):
                 run(label, fn, xtr, ytr, {"test": (xte, yte)}, seed, *extra)
 
 

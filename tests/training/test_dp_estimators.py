@@ -162,6 +162,10 @@ def test_images_follow_the_recipe_rule():
     assert clf.model_name_ == family == "features"
     assert why in clf.privacy_report_.details["model (why)"]
     assert clf.predict_proba(x[:5]).shape == (5, 10)
+    # the same inputs as the demo's models: fixed_features (8×8: pixels beside one-scale
+    # scattering, 64 + 144 = 208), not scattering alone (144, before the demo used it)
+    assert next(clf.model_.parameters()).shape[-1] == 208
+    assert "pixels beside" in clf.privacy_report_.details["model (why)"]
     cnn = _clf(model="cnn").fit(x[:, None], y)  # (N, C, H, W)
     assert cnn.model_name_ == "cnn" and cnn.predict(x[:4, None]).shape == (4,)
     with pytest.raises(ValueError, match="model='mlp' needs tabular"):

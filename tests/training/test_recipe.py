@@ -122,6 +122,40 @@ class TestNormalizedClipping:
         assert eps["flat"] == eps["normalized"]
 
 
+class TestStepNoiseRate:
+    """Issue 35: the rate is 1/R within [0.5, 4] (R = sqrt(T·P)/(μN), the noise of a step
+    against its signal) and the σ floor is 1, so large N·ε runs its planned 300 steps."""
+
+    def test_quiet_runs_take_larger_steps_and_every_planned_step(self):
+        big = auto_recipe("dpsgd", n_samples=20_000, epsilon=3.0, delta=1e-5,
+                          relation="add/remove-one", n_params=39_700, n_classes=10)  # fmt: skip
+        steps = big.epochs * 20_000 / big.batch_size
+        assert steps == pytest.approx(300, rel=0.01)  # the old σ >= 2 floor cut it to 146
+        assert big.learning_rate == 4.0  # was 0.5
+        tabular = auto_recipe("dpsgd", n_samples=5000, epsilon=1.0, delta=1e-5, n_params=42,
+                              n_classes=2)  # fmt: skip
+        assert tabular.learning_rate == 4.0
+
+    def test_noisy_runs_keep_the_small_rate(self):
+        demo = auto_recipe("dpsgd", n_samples=597, epsilon=3.0, delta=1e-5, n_params=2090,
+                           n_classes=10)  # fmt: skip
+        assert demo.learning_rate == 0.5
+        sgld = auto_recipe("dpsgld", n_samples=597, epsilon=3.0, delta=1e-5, n_params=2090,
+                           n_classes=10)  # fmt: skip
+        assert sgld.learning_rate.initial == 0.5
+
+    def test_rate_is_monotone_in_the_noise(self):
+        from dpuq.training.recipe import step_noise_ratio
+
+        rates = [
+            auto_recipe("dpsgd", n_samples=n, epsilon=1.0, delta=1e-5, n_params=39_700,
+                        n_classes=10).learning_rate
+            for n in (1000, 5000, 20_000, 200_000)
+        ]  # fmt: skip
+        assert rates == sorted(rates) and rates[0] == 0.5 and rates[-1] == 4.0
+        assert step_noise_ratio(300, 39_700, 0.72, 20_000) == pytest.approx(0.24, abs=0.005)
+
+
 class TestFastCalibration:
     @pytest.mark.parametrize(
         "p,k,eps,rel",

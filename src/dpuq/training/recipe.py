@@ -47,9 +47,11 @@ Model choice (group normalisation instead of batch norm; fixed features plus a l
 small data, Tramèr and Boneh 2021) is the caller's: :mod:`dpuq.training.features` and
 :func:`dpuq.training.choose_model_family`.
 
-The constants were tuned on public data that dpuq does not report on (the synthetic images of
-:func:`dpuq.training.features.synthetic_images`, 8×8 and 28×28), never on digits or
-Fashion-MNIST: see ``docs/how-to/training.md``.
+The constants were tuned on public data that dpuq does not report on: the synthetic images of
+:func:`dpuq.training.features.synthetic_images` (8×8 and 28×28), Fashion-MNIST *validation*
+images (held out of the training split; the reported figures use its test split) and
+``make_classification`` draws that no table reports; never on digits or on a reported test
+set: see ``docs/how-to/training.md``.
 """
 
 from __future__ import annotations

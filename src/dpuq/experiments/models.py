@@ -1,5 +1,9 @@
 """Train the demo's models three ways: non-private SGD, DP-SGD and DP-SGLD (same ε, δ).
 
+The private models are :class:`dpuq.DPClassifier` fits (issue 35: the demo uses the estimators
+users call), the non-private one a :func:`dpuq.training.train_classifier` run on the same
+inputs.
+
 Training itself lives in :mod:`dpuq.training` (PyTorch and Opacus, optional); this module
 only calls it and keeps what the experiments need: each model's class probabilities on the
 held-out people and its privacy report. Without PyTorch, only a non-private scikit-learn

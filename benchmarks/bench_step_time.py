@@ -13,8 +13,9 @@ inputs), three trainings:
   averaging), the same σ and batch.
 
 The time of a step is the **marginal** one: each training runs ``S1 = 20`` and ``S2 = 220``
-steps and ``(t(S2) − t(S1)) / 200`` is kept, so one-off costs (Opacus' wrapping, dpuq's checks
-and budget accounting) cancel. Median of ``BENCH_ROUNDS`` (3) interleaved rounds, one torch
+steps (``BENCH_STEPS``) and ``(t(S2) − t(S1)) / 200`` is kept, so one-off costs (Opacus'
+wrapping, dpuq's checks and budget accounting) cancel; wall time and this process's CPU time
+(steadier on a shared machine). Median of ``BENCH_ROUNDS`` (3) interleaved rounds, one torch
 thread (``BENCH_THREADS``), on ``BENCH_DEVICE`` (default the CPU). Figures:
 docs/explanation/benchmarks.md.
 """
@@ -27,7 +28,8 @@ import sys
 import time
 import warnings
 
-N, BATCH, S1, S2, SIGMA = 12_800, 256, 20, 220, 1.0
+N, BATCH, SIGMA = 12_800, 256, 1.0
+S1, S2 = (int(v) for v in os.environ.get("BENCH_STEPS", "20 220").split())
 DEVICE = os.environ.get("BENCH_DEVICE", "cpu")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 
@@ -100,14 +102,17 @@ RUNS = {
 }
 
 
-def marginal(fn, kind, x, y) -> float:
-    """Seconds per step beyond the one-off costs: (t(S2) - t(S1)) / (S2 - S1)."""
-    times = []
+def marginal(fn, kind, x, y) -> tuple[float, float]:
+    """Wall and CPU seconds per step beyond the one-off costs: (t(S2) - t(S1)) / (S2 - S1).
+
+    The CPU time (this process, one thread) is the steadier figure on a shared machine."""
+    wall, cpu = [], []
     for steps in (S1, S2):
-        start = time.perf_counter()
+        w, c = time.perf_counter(), time.process_time()
         fn(kind, x, y, steps)
-        times.append(time.perf_counter() - start)
-    return (times[1] - times[0]) / (S2 - S1)
+        wall.append(time.perf_counter() - w)
+        cpu.append(time.process_time() - c)
+    return (wall[1] - wall[0]) / (S2 - S1), (cpu[1] - cpu[0]) / (S2 - S1)
 
 
 def main(kinds) -> None:
@@ -119,16 +124,19 @@ def main(kinds) -> None:
           flush=True)  # fmt: skip
     for kind in kinds:
         x, y = data(kind)
-        times: dict[str, list[float]] = {k: [] for k in RUNS}
+        times: dict[str, list[tuple[float, float]]] = {k: [] for k in RUNS}
         for _ in range(ROUNDS):
             for label, fn in RUNS.items():
                 times[label].append(marginal(fn, kind, x, y))
-        ref = statistics.median(times["plain Opacus loop (flat clipping)"])
-        print(f"{kind} ({sum(p.numel() for p in model(kind).parameters()):,} weights)")
+        base = times["plain Opacus loop (flat clipping)"]
+        ref = [statistics.median(t[i] for t in base) for i in (0, 1)]
+        print(f"{kind} ({sum(p.numel() for p in model(kind).parameters()):,} weights): "
+              "wall ms/step (ratio) | CPU ms/step (ratio)")  # fmt: skip
         for label, t in times.items():
-            m = statistics.median(t)
-            print(f"  {label:<50} {1000 * m:8.2f} ms/step  {m / ref:5.2f}×  "
-                  f"(rounds: {', '.join(f'{1000 * v:.2f}' for v in t)})", flush=True)  # fmt: skip
+            w, c = (statistics.median(v[i] for v in t) for i in (0, 1))
+            rounds = ", ".join(f"{1000 * v[1]:.1f}" for v in t)
+            print(f"  {label:<50} {1000 * w:8.2f} ({w / ref[0]:4.2f}×) | {1000 * c:8.2f} "
+                  f"({c / ref[1]:4.2f}×)  CPU rounds: {rounds}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ size give the same recipe). Its rules, and where each comes from:
   budget (:data:`EXAMPLE_BUDGET` gradients), raising it when needed so that σ stays at least
   :data:`MIN_NOISE_MULTIPLIER` (below about 1 the subsampled Gaussian's accounting becomes
   inefficient). The floor was 2 until issue 35: at large ``N·ε`` it bound and cut a
-  20,000-image run to 146 steps; with 1 it runs the planned 300, +0.02–0.03 accuracy on
+  20,000-image run to 146 steps; with 1 it runs the planned 300, +0.01–0.02 accuracy on
   Fashion-MNIST *validation* images (training split, never the reported test split).
 - **The learning rate from the noise of a step** (issue 35): with normalised clipping every
   per-example gradient has norm 1, so the mean update's signal is at most 1 while its noise
@@ -141,7 +141,7 @@ class Recipe:
 
 
 def step_noise_ratio(steps: float, n_params: int, mu: float, n: int) -> float:
-    """``R ≈ sqrt(T·P)/(μN)``: the norm of a step's noise against its signal (at most 1).
+    """``R ≈ sqrt(T·P)/(μN)``: the norm of a step's noise against that of its signal (≤ 1).
 
     By the GDP central limit (TAN) the mean gradient's noise is ``σ/B ≈ sqrt(T)/(μN)`` per
     coordinate, ``sqrt(P)`` coordinates; normalised clipping bounds the signal by 1.

@@ -1,6 +1,6 @@
 """Issue 35: dpuq's auto recipe against the hand-written Opacus loop users would write.
 
-Three parts (``python benchmarks/bench_baseline.py [features] [compare ...] [speed]``):
+Two parts (``python benchmarks/bench_baseline.py [features] [compare ...]``):
 
 ``features``
     Wall and CPU time of :func:`dpuq.training.features.scatter_features` (kymatio second-order
@@ -17,11 +17,9 @@ Three parts (``python benchmarks/bench_baseline.py [features] [compare ...] [spe
       relation)`` with every other setting ``"auto"``.
 
     Median test accuracy over seeds 0–2 (a new split and initialisation each), with the range.
-``speed``
-    Seconds per step of ``train_classifier`` (recipe's normalised clipping and averaging; and
-    flat clipping) against a plain Opacus loop (``make_private``, σ given, Poisson sampling,
-    flat clipping) on the same linear head (3,969 → 10) and the same batch (B = 256), 200
-    steps, one torch thread; median of 3 interleaved rounds.
+
+(Time per step against a plain Opacus loop: ``benchmarks/bench_step_time.py``; Fashion-MNIST
+at 20,000 images on a GPU, and the tuning of the head's rate: ``bench_head_recipe.py``.)
 
 Sets: ``fashion-mnist`` (Debian ``dataset-fashion-mnist``; a 10,000-image training subset and
 2,000 test images from its test split), ``digits`` (sklearn, 1,297 / 500), ``glyphs28``
@@ -41,7 +39,8 @@ import warnings
 import numpy as np
 
 EPS, DELTA, RELATION = 3.0, 1e-5, "add/remove-one"
-SEEDS = tuple(range(int(os.environ.get("BENCH_SEEDS", "3"))))  # a loaded machine: fewer
+_SEEDS = os.environ.get("BENCH_SEEDS", "3").split()  # a count, or the seeds themselves
+SEEDS = tuple(range(int(_SEEDS[0]))) if len(_SEEDS) == 1 else tuple(int(v) for v in _SEEDS)
 
 
 def load(name: str, seed: int):
@@ -65,16 +64,16 @@ def load(name: str, seed: int):
     return x[:n_train], y[:n_train], x[n_train:], y[n_train:]
 
 
-def opacus_tutorial(x, y, n_classes, seed, epsilon=EPS):
+def opacus_tutorial(x, y, n_classes, seed, epsilon=EPS, device="cpu"):
     """The loop of Opacus' tutorials: make_private_with_epsilon, B 256, SGD lr 1, C 1, 10 ep."""
     import torch
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
     torch.manual_seed(seed)
-    model = torch.nn.Linear(x.shape[1], n_classes)
-    loader = DataLoader(TensorDataset(torch.as_tensor(x), torch.as_tensor(y)), batch_size=256,
-                        shuffle=True)  # fmt: skip
+    model = torch.nn.Linear(x.shape[1], n_classes).to(device)
+    data = TensorDataset(torch.as_tensor(x, device=device), torch.as_tensor(y, device=device))
+    loader = DataLoader(data, batch_size=256, shuffle=True)
     engine = PrivacyEngine()
     model, opt, loader = engine.make_private_with_epsilon(
         module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), data_loader=loader,
@@ -89,10 +88,15 @@ def opacus_tutorial(x, y, n_classes, seed, epsilon=EPS):
             opt.step()
             steps += 1
     model.eval()
-    return lambda z: model(torch.as_tensor(z)).argmax(1).numpy(), steps
+
+    def predict(z):
+        with torch.no_grad():
+            return model(torch.as_tensor(z, device=device)).argmax(1).cpu().numpy()
+
+    return predict, steps
 
 
-def dpuq_auto(x, y, n_classes, seed, method, epsilon=EPS):
+def dpuq_auto(x, y, n_classes, seed, method, epsilon=EPS, device="cpu"):
     import torch
 
     from dpuq.privacy.ledger import CALLER_CHARGED
@@ -102,7 +106,7 @@ def dpuq_auto(x, y, n_classes, seed, method, epsilon=EPS):
     net, report = train_classifier(
         torch.nn.Linear(x.shape[1], n_classes), (x, y), method=method, epsilon=epsilon,
         delta=DELTA, relation=RELATION, random_state=seed, show_progress=False,
-        ledger=CALLER_CHARGED,
+        ledger=CALLER_CHARGED, device=device,
     )  # fmt: skip
     return lambda z: predict_proba(net, z).argmax(1), int(report.details["steps"])
 
@@ -164,65 +168,6 @@ def features() -> None:
     torch.set_num_threads(1)
 
 
-def speed() -> None:
-    import torch
-    from opacus import PrivacyEngine
-    from torch.utils.data import DataLoader, TensorDataset
-
-    from dpuq.privacy.ledger import CALLER_CHARGED
-    from dpuq.training import train_classifier
-
-    n, batch, steps, d = 12_800, 256, 200, 3969
-    gen = torch.Generator().manual_seed(0)
-    x, y = torch.randn(n, d, generator=gen), torch.randint(0, 10, (n,), generator=gen)
-    epochs = steps * batch / n
-
-    def dpuq_run(**kw):
-        torch.manual_seed(0)
-        _, rep = train_classifier(
-            torch.nn.Linear(d, 10), (x, y), method="dpsgd", epsilon=3.0, delta=DELTA,
-            epochs=epochs, batch_size=batch, random_state=0, show_progress=False,
-            ledger=CALLER_CHARGED, **kw,
-        )  # fmt: skip
-        return int(rep.details["steps"])
-
-    def opacus_run():
-        torch.manual_seed(0)
-        model = torch.nn.Linear(d, 10)
-        m, opt, dl = PrivacyEngine().make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0),
-            data_loader=DataLoader(TensorDataset(x, y), batch_size=batch),
-            noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=True,
-        )  # fmt: skip
-        loss_fn, done = torch.nn.CrossEntropyLoss(), 0
-        while done < steps:
-            for xb, yb in dl:
-                opt.zero_grad(set_to_none=True)
-                loss_fn(m(xb), yb).backward()
-                opt.step()
-                done += 1
-                if done >= steps:
-                    break
-        return done
-
-    runs = {
-        "plain Opacus loop (σ given, flat clipping)": opacus_run,
-        "dpuq, recipe's optimiser (normalised, averaging)": lambda: dpuq_run(),
-        "dpuq, flat clipping, lr 1, no averaging": lambda: dpuq_run(learning_rate=1.0),
-    }
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(3):
-        for label, fn in runs.items():
-            start = time.perf_counter()
-            done = fn()
-            times[label].append((time.perf_counter() - start) / done)
-    ref = statistics.median(times["plain Opacus loop (σ given, flat clipping)"])
-    print(f"per step, linear {d} → 10, B = {batch}, {steps} steps, 1 thread (median of 3)")
-    for label, t in times.items():
-        m = statistics.median(t)
-        print(f"  {label:<50} {1000 * m:7.2f} ms  {m / ref:5.2f}×")
-
-
 if __name__ == "__main__":
     import torch
 
@@ -232,8 +177,6 @@ if __name__ == "__main__":
     args = sys.argv[1:] or ["compare"]
     if "features" in args:
         features()
-    if "speed" in args:
-        speed()
     if "compare" in args:
-        sets = [a for a in args if a not in ("features", "speed", "compare")]
+        sets = [a for a in args if a not in ("features", "compare")]
         compare(sets or ["digits", "glyphs8", "glyphs28", "fashion-mnist"])

@@ -75,6 +75,12 @@ def demo(seeds: list[int]) -> None:
                 f"ECE {result.ece[name]:.4f} private-set size {sizes[name]:.2f}",
                 flush=True,
             )
+        for m in result.models:
+            runs = m.info.get("accuracy over runs")
+            if runs:
+                each = ", ".join(f"{a:.3f}" for a in runs)
+                print(f"demo seed {seed} {m.name:<22} accuracy of each training run on the "
+                      f"held-out pool: {each}", flush=True)  # fmt: skip
         print(f"demo seed {seed}: {wall:.0f} s", flush=True)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from dpuq.experiments.demo import _accuracy_over_runs
 from dpuq.experiments.demo_results import DemoConfig, DemoResult, spread_text
-from dpuq.experiments.models import TrainedModel, model_family
+from dpuq.experiments.models import TrainedModel, model_family, train_three_ways
 from dpuq.privacy.report import PrivacyReport
 
 
@@ -37,3 +37,22 @@ def test_accuracy_over_runs_and_the_sentence():
 def test_digits_sized_data_gets_features_not_a_cnn():
     assert model_family(597, 8, 3.0)[0] == "features"
     assert model_family(20_000, 28, 1.0)[0] == "features"  # was "cnn" (N·ε >= 10,000)
+
+
+def test_the_demo_trains_its_private_models_with_the_estimator():
+    """Issue 35: the demo's private rows come from dpuq.DPClassifier (model="auto"), the
+    non-private row from train_classifier; the report names the estimator."""
+    from dpuq.training.features import synthetic_images
+
+    x, y = synthetic_images(160, side=8, seed=4)
+    models = train_three_ways(x[:120], y[:120], x[120:], n_classes=10, epsilon=3.0,
+                              delta=1e-5, epochs=2, seed=0, show_progress=False,
+                              training_runs=2)  # fmt: skip
+    names = [m.name for m in models]
+    assert names == ["SGD (not private)", "DP-SGD", "DP-SGLD"]
+    for m in models[1:]:
+        assert m.privacy.mechanism.startswith("DPClassifier:")
+        assert m.info["model family"] == "features" and "DPClassifier" in m.info["settings"]
+        assert m.probs.shape == (40, 10) and len(m.info["run probs"]) == 2
+        assert not np.array_equal(*m.info["run probs"])  # other seeds: other runs
+    assert models[0].privacy is None

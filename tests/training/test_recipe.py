@@ -107,6 +107,44 @@ class TestNormalizedClipping:
         scaled = flat * (2.0 / (norms + NORMALIZED_STABILITY))[:, None]
         assert bool((scaled.norm(dim=1) <= 2.0).all())  # sensitivity: still C
 
+    @pytest.mark.parametrize("method", ["dpsgd", "dpsgld"])
+    def test_one_pass_equals_normalise_then_opacus_clipping(self, method):
+        """Issue 35: the one-pass sum is the two-stage one (normalise in place, then Opacus
+        clips at C and sums), per-example gradient norms from about 0 to huge."""
+        from opacus import GradSampleModule
+        from opacus.optimizers import DPOptimizer
+
+        from dpuq.training.optimizer import NORMALIZED_STABILITY, DPSGDOptimizer, DPSGLDOptimizer
+
+        torch.manual_seed(1)
+        x = torch.randn(16, 5) * torch.logspace(-6, 6, 16)[:, None]  # norms from ~0 to huge
+        y = torch.randint(0, 3, (16,))
+        sums = []
+        for one_pass in (True, False):
+            torch.manual_seed(0)
+            net = GradSampleModule(nn.Linear(5, 3))
+            base = torch.optim.SGD(net.parameters(), lr=1.0)
+            if method == "dpsgd":
+                opt = DPSGDOptimizer(base, noise_multiplier=0.0, max_grad_norm=0.7,
+                                     expected_batch_size=16, clipping="normalized")  # fmt: skip
+            else:
+                opt = DPSGLDOptimizer(
+                    base, max_grad_norm=0.7, expected_batch_size=16, n_samples=100,
+                    temperature=1.0, clipping="normalized",
+                )  # fmt: skip
+            nn.functional.cross_entropy(net(x), y).backward()
+            if one_pass:
+                opt.clip_and_accumulate()
+            else:  # the code before issue 35: rescale in place, then Opacus' own clipping
+                g = [opt._get_flat_grad_sample(p) for p in opt.params]
+                n = torch.stack([v.reshape(16, -1).norm(dim=1) for v in g], dim=1).norm(dim=1)
+                f = 0.7 / (n + NORMALIZED_STABILITY)
+                for p, v in zip(opt.params, g, strict=True):
+                    p.grad_sample = v * f.view(-1, *([1] * (v.ndim - 1)))
+                DPOptimizer.clip_and_accumulate(opt)
+            sums.append(torch.cat([p.summed_grad.reshape(-1) for p in opt.params]))
+        torch.testing.assert_close(sums[0], sums[1], rtol=1e-5, atol=1e-7)
+
     def test_privacy_report_unchanged_in_law(self):
         """Same public plan -> same noise schedule and ε, whatever the clipping rule."""
         x, y = synthetic_images(120, seed=3)
@@ -120,6 +158,40 @@ class TestNormalizedClipping:
             eps[clipping] = (rep.epsilon, rep.details["noise multiplier min"])
             assert rep.epsilon <= 1.5
         assert eps["flat"] == eps["normalized"]
+
+
+class TestStepNoiseRate:
+    """Issue 35: the rate is 1/R within [0.5, 4] (R = sqrt(T·P)/(μN), the noise of a step
+    against its signal) and the σ floor is 1, so large N·ε runs its planned 300 steps."""
+
+    def test_quiet_runs_take_larger_steps_and_every_planned_step(self):
+        big = auto_recipe("dpsgd", n_samples=20_000, epsilon=3.0, delta=1e-5,
+                          relation="add/remove-one", n_params=39_700, n_classes=10)  # fmt: skip
+        steps = big.epochs * 20_000 / big.batch_size
+        assert steps == pytest.approx(300, rel=0.01)  # the old σ >= 2 floor cut it to 146
+        assert big.learning_rate == 4.0  # was 0.5
+        tabular = auto_recipe("dpsgd", n_samples=5000, epsilon=1.0, delta=1e-5, n_params=42,
+                              n_classes=2)  # fmt: skip
+        assert tabular.learning_rate == 4.0
+
+    def test_noisy_runs_keep_the_small_rate(self):
+        demo = auto_recipe("dpsgd", n_samples=597, epsilon=3.0, delta=1e-5, n_params=2090,
+                           n_classes=10)  # fmt: skip
+        assert demo.learning_rate == 0.5
+        sgld = auto_recipe("dpsgld", n_samples=597, epsilon=3.0, delta=1e-5, n_params=2090,
+                           n_classes=10)  # fmt: skip
+        assert sgld.learning_rate.initial == 0.5
+
+    def test_rate_is_monotone_in_the_noise(self):
+        from dpuq.training.recipe import step_noise_ratio
+
+        rates = [
+            auto_recipe("dpsgd", n_samples=n, epsilon=1.0, delta=1e-5, n_params=39_700,
+                        n_classes=10).learning_rate
+            for n in (1000, 5000, 20_000, 200_000)
+        ]  # fmt: skip
+        assert rates == sorted(rates) and rates[0] == 0.5 and rates[-1] == 4.0
+        assert step_noise_ratio(300, 39_700, 0.72, 20_000) == pytest.approx(0.24, abs=0.005)
 
 
 class TestFastCalibration:

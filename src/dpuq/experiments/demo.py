@@ -24,10 +24,12 @@ off) some training people are held out (not trained on) and each private model's
 temperature is released by private temperature scaling on them
 (:func:`dpuq.training.private_temperature_scaling`); the scaled models are extra rows.
 
-Models (issue 24): every setting comes from the data-free recipe of
-:func:`dpuq.training.train_classifier` (only the method, ε and δ are passed), and the model
-family from public quantities (:func:`dpuq.experiments.models.model_family`): fixed features
-and a linear head when ``N·ε`` is small (Tramèr and Boneh 2021), a small CNN otherwise.
+Models (issues 24 and 35): the private ones are :class:`dpuq.DPClassifier` (``model="auto"``,
+only the method, ε, δ, the declared pixel bounds and the labels passed), the non-private one
+:func:`dpuq.training.train_classifier`; every setting comes from the data-free recipe, and the
+model family from public quantities (:func:`dpuq.experiments.models.model_family`): fixed
+features and a linear head when ``N·ε`` is small (Tramèr and Boneh 2021), a small CNN
+otherwise.
 
 Privacy of the whole pipeline: training, temperature scaling and calibration use disjoint
 people, so parallel composition applies (:func:`dpuq.privacy.report.compose_disjoint`): each

@@ -1,5 +1,9 @@
 """Train the demo's models three ways: non-private SGD, DP-SGD and DP-SGLD (same ε, δ).
 
+The private models are :class:`dpuq.DPClassifier` fits (issue 35: the demo uses the estimators
+users call), the non-private one a :func:`dpuq.training.train_classifier` run on the same
+inputs.
+
 Training itself lives in :mod:`dpuq.training` (PyTorch and Opacus, optional); this module
 only calls it and keeps what the experiments need: each model's class probabilities on the
 held-out people and its privacy report. Without PyTorch, only a non-private scikit-learn
@@ -139,6 +143,9 @@ def _train_torch(
     x_train, y_train, x_eval, n_classes, epsilon, delta, epochs, seed, show_progress, quick,
     training_runs=1,
 ) -> list[TrainedModel]:  # fmt: skip
+    """The non-private model by :func:`train_classifier`, the private ones by
+    :class:`dpuq.DPClassifier` (its ``model="auto"`` picks the same family as
+    :func:`model_family`: one rule, :func:`dpuq.training.choose_model_family`)."""
     import torch
 
     side = int(x_train.shape[-1])
@@ -149,36 +156,21 @@ def _train_torch(
     # One intra-op thread: on a busy 2-core machine more threads made a 10-epoch digits run
     # 14x slower (42 s against 3 s) and a Fashion-MNIST DP-SGD run 3x slower.
     torch.set_num_threads(1)
+    extra = {}
+    if epochs is not None:
+        extra["epochs"] = float(epochs)
+    elif quick and family == "cnn":
+        extra["epochs"] = 2.0
     try:
-        xt = torch.as_tensor(_inputs(family, x_train))
-        xe = _inputs(family, x_eval)
-        yt = torch.as_tensor(y_train, dtype=torch.int64)
-        runs = [
-            (NOT_PRIVATE, {"method": "sgd"}),
-            (DP_SGD, {"method": "dpsgd", "epsilon": epsilon, "delta": delta}),
-            (DP_SGLD, {"method": "dpsgld", "epsilon": epsilon, "delta": delta}),
-        ]
-        models = []
-        for i, (name, kwargs) in enumerate(runs):
-            extra = {}
-            if epochs is not None:
-                extra["epochs"] = float(epochs)
-            elif quick and family == "cnn":
-                extra["epochs"] = 2.0
-            repeats = []
-            for r in range(1 if name == NOT_PRIVATE else training_runs):
-                torch.manual_seed(seed + i + 1000 * r)
-                if family == "cnn":
-                    from dpuq.training import small_cnn
-
-                    net = small_cnn(n_classes, image_size=side)
-                else:
-                    net = torch.nn.Linear(xt.shape[1], n_classes)
-                # the switch to dpuq.DPClassifier (issue 35, item 1) goes here and in _run_one
-                repeats.append(
-                    _run_one(name, net, (xt, yt), xe, kwargs, extra, seed, i, show_progress,
-                             family, why, r)
-                )  # fmt: skip
+        torch.manual_seed(seed + 1)
+        models = [_non_private(x_train, y_train, x_eval, n_classes, family, why, extra, seed,
+                               show_progress)]  # fmt: skip
+        for i, (name, method) in enumerate(((DP_SGD, "dpsgd"), (DP_SGLD, "dpsgld")), start=1):
+            repeats = [
+                _private(name, method, x_train, y_train, x_eval, n_classes, epsilon, delta,
+                         extra, _run_seed(seed, i, r), show_progress)
+                for r in range(training_runs)
+            ]  # fmt: skip
             first = repeats[0]
             first.info["run probs"] = [m.probs for m in repeats]
             models.append(first)
@@ -187,28 +179,62 @@ def _train_torch(
     return models
 
 
-def _run_one(name, net, data, xe, kwargs, extra, seed, i, show_progress, family, why, r=0):
-    from dpuq.training import predict_proba, train_classifier
+def _run_seed(seed: int, i: int, r: int) -> int:
+    """The int seed of model ``i``'s run ``r`` (estimators take an int, never a Generator)."""
+    key = [seed, i] if r == 0 else [seed, i, r]
+    return int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0] >> 1)
 
+
+def _non_private(x_train, y_train, x_eval, n_classes, family, why, extra, seed, show_progress):
+    import torch
+
+    from dpuq.training import predict_proba, small_cnn, train_classifier
+
+    side = int(x_train.shape[-1])
+    xt = torch.as_tensor(_inputs(family, x_train))
+    if family == "cnn":
+        net = small_cnn(n_classes, image_size=side)
+    else:
+        net = torch.nn.Linear(xt.shape[1], n_classes)
     start = time.perf_counter()
     net, report = train_classifier(
-        net,
-        data,
-        random_state=np.random.default_rng([seed, i] if r == 0 else [seed, i, r]),
-        show_progress=show_progress,
-        ledger=CALLER_CHARGED,  # an experiment: a simulation, not a release
-        **kwargs,
+        net, (xt, torch.as_tensor(y_train, dtype=torch.int64)), method="sgd",
+        random_state=np.random.default_rng([seed, 0]), show_progress=show_progress,
+        ledger=CALLER_CHARGED, **extra,
+    )  # fmt: skip
+    probs = predict_proba(net, _inputs(family, x_eval))
+    info = _info(report.details, family, why, "sgd", time.perf_counter() - start)
+    return TrainedModel(NOT_PRIVATE, probs, None, info)
+
+
+def _private(name, method, x_train, y_train, x_eval, n_classes, epsilon, delta, extra, seed,
+             show_progress) -> TrainedModel:  # fmt: skip
+    """One private model by :class:`dpuq.DPClassifier` (pixels in [0, 1], declared)."""
+    from dpuq.training.estimators import DPClassifier
+
+    start = time.perf_counter()
+    clf = DPClassifier(
+        epsilon=epsilon, delta=delta, method=method, feature_bounds=(0.0, 1.0),
+        classes=np.arange(n_classes), show_progress=show_progress, random_state=seed,
         **extra,
-    )
-    probs = predict_proba(net, xe)
+    )  # fmt: skip
+    clf.fit(x_train, y_train, ledger=CALLER_CHARGED)  # an experiment: a simulation
+    report = clf.privacy_report_
     d = report.details
-    info = {
+    info = _info(d, clf.model_name_, d["model (why)"], method, time.perf_counter() - start)
+    info["settings"] = "dpuq.DPClassifier: model='auto', data-free recipe (dpuq.training.recipe)"
+    return TrainedModel(name, clf.predict_proba(x_eval), report, info)
+
+
+def _info(details, family, why, method, seconds) -> dict[str, Any]:
+    steps = float(details.get("steps", 0))
+    epochs = steps * details["expected batch size"] / details["n_samples"]
+    return {
         "model family": family,
         "why this family": why,
-        "epochs": round(float(d.get("steps", 0)) * d["expected batch size"] / d["n_samples"], 1),
-        "batch_size": int(d["expected batch size"]),
-        "method": kwargs["method"],
+        "epochs": round(epochs, 1),
+        "batch_size": int(details["expected batch size"]),
+        "method": method,
         "settings": "data-free recipe (dpuq.training.recipe)",
-        "training seconds": round(time.perf_counter() - start, 1),
+        "training seconds": round(seconds, 1),
     }
-    return TrainedModel(name, probs, None if name == NOT_PRIVATE else report, info)

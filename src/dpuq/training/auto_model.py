@@ -177,7 +177,7 @@ def choose_model(
     >>> c.name, c.features, sum(p.numel() for p in c.network.parameters())
     ('linear', 'none', 62)
     """
-    from dpuq.training.features import choose_model_family, scatter_features
+    from dpuq.training.features import SMALL_IMAGE_SIDE, choose_model_family, fixed_features
     from dpuq.training.models import small_cnn
 
     if not (isinstance(model, str) and model in MODELS):
@@ -215,8 +215,10 @@ def choose_model(
         )
     grey_square = square and channels == 1
     if family == "features" and grey_square:
-        n_feat = scatter_features(np.zeros((1, *shape[-2:]), dtype=np.float32)).shape[1]
+        n_feat = fixed_features(np.zeros((1, *shape[-2:]), dtype=np.float32)).shape[1]
         why = f"images: {why}; fixed scattering features ({n_feat}) + a linear head"
+        if shape[-1] < SMALL_IMAGE_SIDE:
+            why += f" (a {shape[-1]}×{shape[-1]} image: its pixels beside one-scale scattering)"
         return ModelChoice("features", _linear(n_feat, n_outputs), "scattering", why)
     if family == "features":
         why += "; the scattering features take square grey images only: a small CNN instead"
@@ -227,11 +229,16 @@ def choose_model(
 
 
 def image_inputs(x: np.ndarray, features: str) -> np.ndarray:
-    """The network's input for images ``x`` (N, H, W) or (N, C, H, W) after scaling."""
-    if features == "scattering":
-        from dpuq.training.features import scatter_features
+    """The network's input for images ``x`` (N, H, W) or (N, C, H, W) after scaling.
 
-        return scatter_features(x)
+    ``"scattering"``: :func:`dpuq.training.features.fixed_features`, the features + linear
+    head family's inputs (second-order scattering; under 16 pixels the pixels beside
+    one-scale scattering), the same inputs as ``dpuq demo``'s models.
+    """
+    if features == "scattering":
+        from dpuq.training.features import fixed_features
+
+        return fixed_features(x)
     return x[:, None] if x.ndim == 3 else x
 
 

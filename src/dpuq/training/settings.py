@@ -193,6 +193,7 @@ def resolve_settings(
             n_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
             # one output for regression: the recipe reads no class count beyond its check
             n_classes=max(2, k_out) if task == "regression" else k_out,
+            task=task,
         ).as_kwargs()
         follow = isinstance(learning_rate, str) and learning_rate == AUTO
         for k in auto_keys:

@@ -87,7 +87,7 @@ def test_risk_control():
     check(epsilon_lower_bound(release, pair.data, pair.neighbour, n_samples=400, random_state=0))
 
 
-@pytest.mark.parametrize("statistic", ["mean", "median", "user"])
+@pytest.mark.parametrize("statistic", ["mean", "median", "user", "quantile"])
 def test_confidence_intervals(statistic):
     def user_mean(rows, sample_weight):
         return float(np.average(rows, weights=sample_weight))
@@ -102,6 +102,11 @@ def test_confidence_intervals(statistic):
                 statistic_bounds=(0.0, 1.0),
                 random_state=seed,
             )
+        elif statistic == "quantile":  # the order-statistic interval (two private ends)
+            ci = private_confidence_interval(
+                x, alpha=0.1, epsilon=EPS, bounds=(0.0, 1.0), statistic="quantile",
+                quantile=0.5, random_state=seed,
+            )  # fmt: skip
         else:
             ci = private_confidence_interval(
                 x, alpha=0.1, epsilon=EPS, bounds=(0.0, 1.0), statistic=statistic, random_state=seed

@@ -5,7 +5,12 @@ Privacy-critical pieces: :mod:`dpuq.inference.estimates` (private point estimate
 per-subset quantities or post-processes releases.
 """
 
-from dpuq.inference._data import ClippingWarning, UninformativeIntervalWarning, check_data
+from dpuq.inference._data import (
+    ClippingWarning,
+    SubsetRegimeWarning,
+    UninformativeIntervalWarning,
+    check_data,
+)
 from dpuq.inference.aggregation import project_monotone, tree_error_bound
 from dpuq.inference.bootstrap import (
     NaivePrivacy,
@@ -41,6 +46,7 @@ __all__ = [
     "PrivateCDF",
     "PrivateCDFGrid",
     "PrivateEstimate",
+    "SubsetRegimeWarning",
     "UninformativeIntervalWarning",
     "check_data",
     "naive_bootstrap_privacy",

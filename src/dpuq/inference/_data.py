@@ -21,6 +21,7 @@ __all__ = [
     "REPLACE_ONE_DATA",
     "ClippingWarning",
     "Statistic",
+    "SubsetRegimeWarning",
     "UninformativeIntervalWarning",
     "check_bounds",
     "check_data",
@@ -101,6 +102,12 @@ def check_data(x, bounds, *, clip: bool = False, name: str = "x") -> tuple[np.nd
     if outside:
         arr = np.clip(arr, a, b)
     return arr, outside
+
+
+class SubsetRegimeWarning(UserWarning):
+    """An interval for a user's statistic whose released spreads say that its subsets are far
+    from their large-sample behaviour, so coverage may fall below nominal (whether it fires is
+    a function of released values only: :mod:`dpuq.inference.general`)."""
 
 
 class UninformativeIntervalWarning(UserWarning):

@@ -101,7 +101,7 @@ spread is their standard deviation and ``κ = 4`` spreads hold their tails. The 
 small subsets (``b`` of a few tens) of heavy-tailed data (skewness of 5 and more): there the
 corrected estimates keep a bias of about one standard error and a long tail, and coverage
 falls below nominal (``docs/how-to/general_intervals.md``, the validity zoo); the report says
-so whenever ``b < RELIABLE_SUBSET`` (public: ``n``, ε and ``s`` only). Statistics that are
+so whenever ``b < 100`` (``RELIABLE_SUBSET``; public: ``n``, ε and ``s`` only). Statistics that are
 not defined on every small subset (a logistic fit with separation, an odds ratio with an
 empty cell) are no estimate there: they are taken at the released location ``m`` in the
 mean, which pulls it towards ``m`` by their share times the distance from ``m`` to the mean of
@@ -125,6 +125,7 @@ import numpy as np
 
 from dpuq._validation import check_epsilon, check_in_open_unit, check_work
 from dpuq.inference._data import SubsetRegimeWarning, UninformativeIntervalWarning
+from dpuq.inference._statistic_report import _finish, _report
 from dpuq.inference._subsets import (
     LOCATION_BETA,
     SPREAD_FRACTION_MIN,
@@ -154,7 +155,6 @@ from dpuq.inference.normal_laplace import normal_laplace_quantile
 from dpuq.mechanisms.discrete_laplace import laplace_release, lattice_laplace_scale
 from dpuq.mechanisms.exponential import exponential_mechanism
 from dpuq.privacy.ledger import CALLER_CHARGED
-from dpuq.privacy.report import PrivacyReport, Relation
 
 __all__ = [
     "DEFAULT_GENERAL_RESAMPLES",
@@ -195,9 +195,6 @@ JACKKNIFE_GROUPS = 50
 #: ``b = 25``); a ratio of 2 means the subsets' own bootstrap misses half the spread, i.e. the
 #: subsets are far from the asymptotic regime.
 SPREAD_RATIO_CAUTION = 2.0
-#: Below this subset size the report warns that coverage of nonlinear statistics on
-#: heavy-tailed data is not assured (a public quantity: ``b = n // s``).
-RELIABLE_SUBSET = 100
 
 
 # --- the releases -------------------------------------------------------------------------------
@@ -419,60 +416,3 @@ def _private_statistic_interval(
     rs = summ.subset_size if resample_size == "subset" else n
     report = _report(eps, method, n, s, tt, p, share, rs, b, None)
     return _finish(rows, statistic, name, method, a, scalar, report)
-
-
-def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyReport:
-    return PrivacyReport(
-        mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "
-        + (
-            "the jackknife, the spread between subsets from two noisy counts, "
-            if method == "ensemble"
-            else ""
-        )
-        + "exponential-mechanism locations and clamped means)",
-        epsilon=eps,
-        relation=Relation.REPLACE_ONE,
-        sensitivity="per coordinate: location utilities 1; spread counts 1 each; clamped means "
-        f"2 w/s (one person in one of s = {s} subsets; f's output clamped to the public "
-        "statistic_bounds)",
-        details={
-            "n": n,
-            "n_subsets": s,
-            "subset_size": b,
-            "unused_rows": n - s * b,
-            "n_resamples": tt if method == "ensemble" else 0,
-            "resample_size": resample_size if method == "ensemble" else 0,
-            "coordinates": p,
-            "epsilon_per_coordinate": eps / p,
-            "estimate_share": share if method == "ensemble" else None,
-        },
-        notes=("coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",)
-        + (
-            (
-                f"subsets of b = {b} rows (< {RELIABLE_SUBSET}): the jackknife removes the "
-                "O(1/b) bias, but on heavy-tailed data the corrected estimates of a nonlinear "
-                "statistic at this size may keep a bias of about a standard error and coverage "
-                "may fall below nominal (docs/how-to/general_intervals.md); use more data or a "
-                "larger epsilon",
-            )
-            if 0 < b < RELIABLE_SUBSET
-            else ()
-        )
-        + (
-            f"each of the {p} coordinate(s) gets epsilon/{p}; intervals are marginal (pass "
-            "alpha/p for simultaneous coverage by Bonferroni)",
-        )
-        + ((note,) if note else ()),
-    )
-
-
-def _finish(rows, statistic, name, method, alpha, scalar, report):
-    label = name or getattr(statistic, "__name__", "statistic")
-    out = []
-    for j, r in enumerate(rows):
-        lower, upper, est = (float(r.pop(k)) for k in ("lower", "upper", "estimate"))
-        informative = bool(r.pop("informative", True))
-        stat = label if len(rows) == 1 else f"{label}[{j}]"
-        ci = ConfidenceInterval(lower, upper, est, alpha, stat, method, informative, report, r)
-        out.append(ci)
-    return out[0] if scalar else tuple(out)

@@ -1,0 +1,70 @@
+"""The privacy report and the result objects of :mod:`dpuq.inference.general` (no data: only
+public settings and released values pass through here)."""
+
+from __future__ import annotations
+
+from dpuq.inference.confidence_interval import ConfidenceInterval
+from dpuq.privacy.report import PrivacyReport, Relation
+
+__all__ = ["RELIABLE_SUBSET"]
+
+#: Below this subset size the report warns that coverage of nonlinear statistics on
+#: heavy-tailed data is not assured (a public quantity: ``b = n // s``).
+RELIABLE_SUBSET = 100
+
+
+def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyReport:
+    return PrivacyReport(
+        mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "
+        + (
+            "the jackknife, the spread between subsets from two noisy counts, "
+            if method == "ensemble"
+            else ""
+        )
+        + "exponential-mechanism locations and clamped means)",
+        epsilon=eps,
+        relation=Relation.REPLACE_ONE,
+        sensitivity="per coordinate: location utilities 1; spread counts 1 each; clamped means "
+        f"2 w/s (one person in one of s = {s} subsets; f's output clamped to the public "
+        "statistic_bounds)",
+        details={
+            "n": n,
+            "n_subsets": s,
+            "subset_size": b,
+            "unused_rows": n - s * b,
+            "n_resamples": tt if method == "ensemble" else 0,
+            "resample_size": resample_size if method == "ensemble" else 0,
+            "coordinates": p,
+            "epsilon_per_coordinate": eps / p,
+            "estimate_share": share if method == "ensemble" else None,
+        },
+        notes=("coverage is asymptotic (normal approximation of the statistic at rate sqrt(n))",)
+        + (
+            (
+                f"subsets of b = {b} rows (< {RELIABLE_SUBSET}): the jackknife removes the "
+                "O(1/b) bias, but on heavy-tailed data the corrected estimates of a nonlinear "
+                "statistic at this size may keep a bias of about a standard error and coverage "
+                "may fall below nominal (docs/how-to/general_intervals.md); use more data or a "
+                "larger epsilon",
+            )
+            if 0 < b < RELIABLE_SUBSET
+            else ()
+        )
+        + (
+            f"each of the {p} coordinate(s) gets epsilon/{p}; intervals are marginal (pass "
+            "alpha/p for simultaneous coverage by Bonferroni)",
+        )
+        + ((note,) if note else ()),
+    )
+
+
+def _finish(rows, statistic, name, method, alpha, scalar, report):
+    label = name or getattr(statistic, "__name__", "statistic")
+    out = []
+    for j, r in enumerate(rows):
+        lower, upper, est = (float(r.pop(k)) for k in ("lower", "upper", "estimate"))
+        informative = bool(r.pop("informative", True))
+        stat = label if len(rows) == 1 else f"{label}[{j}]"
+        ci = ConfidenceInterval(lower, upper, est, alpha, stat, method, informative, report, r)
+        out.append(ci)
+    return out[0] if scalar else tuple(out)

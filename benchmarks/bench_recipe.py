@@ -18,6 +18,7 @@ import statistics
 import time
 import warnings
 
+from _opacus_loop import plain_opacus_loop
 from _timing import median_time
 
 
@@ -45,9 +46,6 @@ def calibration() -> None:
 
 def training() -> None:
     import torch
-    from opacus import PrivacyEngine
-    from torch import nn
-    from torch.utils.data import DataLoader, TensorDataset
 
     from dpuq.training import small_cnn, train_classifier
 
@@ -69,23 +67,8 @@ def training() -> None:
 
     def opacus_run():
         torch.manual_seed(0)
-        model = small_cnn(10)
-        engine = PrivacyEngine(accountant="prv")
-        loader = DataLoader(TensorDataset(x, y), batch_size=batch)
-        m, opt, dl = engine.make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-            data_loader=loader, noise_multiplier=2.0, max_grad_norm=1.0, poisson_sampling=True,
-        )  # fmt: skip
-        loss_fn = nn.CrossEntropyLoss()
-        done = 0
-        while done < steps:
-            for xb, yb in dl:
-                opt.zero_grad(set_to_none=True)
-                loss_fn(m(xb), yb).backward()
-                opt.step()
-                done += 1
-                if done >= steps:
-                    break
+        plain_opacus_loop(small_cnn(10), x, y, batch_size=batch, noise_multiplier=2.0, lr=0.5,
+                          steps=steps, accountant="prv")  # fmt: skip
 
     runs = [
         ("plain Opacus loop (σ given, flat clipping)", opacus_run),

@@ -28,6 +28,8 @@ import sys
 import time
 import warnings
 
+from _opacus_loop import plain_opacus_loop
+
 N, BATCH, SIGMA = 12_800, 256, 1.0
 S1, S2 = (int(v) for v in os.environ.get("BENCH_STEPS", "20 220").split())
 DEVICE = os.environ.get("BENCH_DEVICE", "cpu")
@@ -52,27 +54,8 @@ def model(kind: str):
 
 
 def opacus_loop(kind: str, x, y, steps: int) -> None:
-    import torch
-    from opacus import PrivacyEngine
-    from torch.utils.data import DataLoader, TensorDataset
-
-    net = model(kind).to(DEVICE)
-    m, opt, dl = PrivacyEngine().make_private(
-        module=net, optimizer=torch.optim.SGD(net.parameters(), lr=1.0),
-        data_loader=DataLoader(TensorDataset(x.to(DEVICE), y.to(DEVICE)), batch_size=BATCH),
-        noise_multiplier=SIGMA, max_grad_norm=1.0, poisson_sampling=True,
-    )  # fmt: skip
-    loss_fn, done = torch.nn.CrossEntropyLoss(), 0
-    while done < steps:
-        for xb, yb in dl:
-            opt.zero_grad(set_to_none=True)
-            loss_fn(m(xb), yb).backward()
-            opt.step()
-            done += 1
-            if done >= steps:
-                break
-    if DEVICE != "cpu":
-        torch.cuda.synchronize()
+    plain_opacus_loop(model(kind), x, y, batch_size=BATCH, noise_multiplier=SIGMA, lr=1.0,
+                      steps=steps, device=DEVICE)  # fmt: skip
 
 
 def dpuq_run(kind: str, x, y, steps: int, **kw) -> None:

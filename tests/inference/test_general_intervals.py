@@ -149,14 +149,14 @@ def test_the_spread_from_a_count_inverts_the_normal_law_and_is_conservative_at_t
     rng = np.random.default_rng(5)
     theta = rng.normal(0.0, 2.0, size=200_000)
     for radius in (1.0, 2.0, 4.0):  # the normal-equivalent spread comes back within 2 %
-        got = _spread_from_count(_spread_count(theta, 0.0, radius), theta.size, radius, 0.0)
+        got = _spread_from_count(_spread_count(theta, 0.0, radius), theta.size, radius)
         assert got == pytest.approx(2.0, rel=0.02)
     # every estimate within the radius: only a bound, radius / z, never a smaller spread
-    capped = _spread_from_count(200.0, 200, 1.0, 0.0)
+    capped = _spread_from_count(200.0, 200, 1.0)
     assert capped == pytest.approx(1.0 / 2.5758, rel=1e-3)
-    assert capped == _spread_from_count(200 * SPREAD_FRACTION_CAP, 200, 1.0, 0.0)
-    assert _spread_from_count(3.0, 200, 1.0, 0.0) is None  # too few inside: no spread
-    assert _spread_from_count(-4.0, 200, 1.0, 0.0) is None  # a noisy count below zero
+    assert capped == _spread_from_count(200 * SPREAD_FRACTION_CAP, 200, 1.0)
+    assert _spread_from_count(3.0, 200, 1.0) is None  # too few inside: no spread
+    assert _spread_from_count(-4.0, 200, 1.0) is None  # a noisy count below zero
 
 
 def test_the_jackknife_groups_cover_every_row_and_delete_one_is_the_classic_jackknife():

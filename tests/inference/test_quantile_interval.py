@@ -118,3 +118,19 @@ def test_data_on_the_bin_edges_are_counted_where_the_ends_are_released(draw, tru
         )  # fmt: skip
         hits.append(ci.lower <= truth <= ci.upper)
     assert np.mean(hits) >= 0.9 - 3 * math.sqrt(0.09 / 60)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n": 0}, "n must be"),
+        ({"q": 1.0}, "q must be"),
+        ({"alpha": 0.0}, "alpha must be"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"n_bins": 1}, "n_bins"),
+    ],
+)
+def test_the_ranks_name_a_bad_argument(kwargs, match):
+    args = {"n": 100, "q": 0.5, "alpha": 0.1, "epsilon": 1.0, "n_bins": 101, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        order_statistic_ranks(**args)

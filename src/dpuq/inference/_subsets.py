@@ -155,20 +155,20 @@ def location_epsilon(n_candidates: int, n_subsets: int) -> float:
     return 4.0 * math.log(2.0 * n_candidates / LOCATION_BETA) / n_subsets
 
 
-def _spread_from_count(count: float, s: int, radius: float, floor: float) -> float | None:
+def _spread_from_count(count: float, s: int, radius: float) -> float | None:
     """The normal-equivalent spread ``σ`` with ``P(|θ_k - m| <= radius) = count / s``.
 
     Post-processing of the released ``count``: ``σ = radius / Φ⁻¹((1 + F)/2)``, ``F`` the
     released fraction. A fraction above :data:`SPREAD_FRACTION_CAP` says only that ``σ`` is at
-    most about ``radius / 2.6``; the spread is then taken as that bound, or ``floor`` if larger
-    (conservative: a wider interval). ``None`` when the fraction is below
+    most about ``radius / 2.6``; the spread is then taken as that bound (conservative: a wider
+    interval). ``None`` when the fraction is below
     :data:`SPREAD_FRACTION_MIN` (the spread is too large for the radius to say anything).
     """
     frac = count / s
     if not frac >= SPREAD_FRACTION_MIN:
         return None
     x = float(ndtri((1.0 + min(frac, SPREAD_FRACTION_CAP)) / 2.0))
-    return max(radius / x, floor)
+    return radius / x
 
 
 def _log_sd_grid(lo: float, hi: float) -> np.ndarray:

@@ -255,7 +255,7 @@ def _ensemble_coordinate(theta, sd, lo, hi, n, b, alpha, eps, share, rng) -> dic
     noise_floor = scales[use] * math.log(1.0 / (2.0 * SPREAD_NOISE_BETA))
     sd_b = None
     if counts[use] >= noise_floor:
-        sd_b = _spread_from_count(counts[use], s, SPREAD_RADII[use] * pre, floor=0.0)
+        sd_b = _spread_from_count(counts[use], s, SPREAD_RADII[use] * pre)
     if sd_b is None:
         return _trivial(lo, hi, "the subset estimates' spread is too large to measure "
                         f"(released count {counts[use]:.3g} within the radius: below "

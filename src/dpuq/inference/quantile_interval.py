@@ -52,11 +52,12 @@ The cost of privacy is the ``Δ`` ranks on each side (about 46 at ε = 1, ``m`` 
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
 from scipy.stats import binom
 
-from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq._validation import check_candidates, check_epsilon, check_in_open_unit
 from dpuq.inference.confidence_interval import ConfidenceInterval
 from dpuq.mechanisms.quantile import private_quantile_from_counts
 from dpuq.privacy.ledger import CALLER_CHARGED
@@ -77,6 +78,12 @@ def order_statistic_ranks(n: int, q: float, alpha: float, epsilon: float, n_bins
     >>> round(delta, 1), round(lo, 1), round(hi, 1)
     (46.1, 4415.9, 4584.1)
     """
+    if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    q = check_in_open_unit(q, "q")
+    alpha = check_in_open_unit(alpha, "alpha")
+    epsilon = check_epsilon(epsilon)
+    n_bins = check_candidates(n_bins, "n_bins")
     beta = QUANTILE_BETA_SHARE * alpha
     gamma = alpha / 2.0 - beta
     delta = (2.0 / (epsilon / 2.0)) * math.log(n_bins / beta)
@@ -117,11 +124,9 @@ def _private_quantile_interval(
     :class:`~dpuq.inference.confidence_interval.ConfidenceInterval` whose details hold the
     public target ranks and the rank-error bound.
     """
-    a = check_in_open_unit(alpha, "alpha")
-    eps = check_epsilon(epsilon)
-    lo, hi = float(bounds[0]), float(bounds[1])
     n = int(x.size)
-    rho_l, rho_u, delta = order_statistic_ranks(n, q, a, eps, n_bins)
+    rho_l, rho_u, delta = order_statistic_ranks(n, q, alpha, epsilon, n_bins)  # validates
+    a, eps, lo, hi = float(alpha), float(epsilon), float(bounds[0]), float(bounds[1])
     # one array for the binning and the released ends: x <= t[j] exactly when x's bin <= j
     edges = lo + (hi - lo) * (np.arange(1, n_bins + 1) / n_bins)
     edges[-1] = hi
@@ -133,8 +138,8 @@ def _private_quantile_interval(
     if rho_l >= 0:
         j = _released_bin(counts, rho_l / n, eps / 2.0, rng)
         lower = float(edges[j - 1]) if j > 0 else lo
-    informative = rho_u <= n or rho_l >= 0
-    spent = eps * (int(rho_u <= n) + int(rho_l >= 0)) / 2.0
+    drawn = int(rho_u <= n) + int(rho_l >= 0)
+    informative, spent = drawn > 0, eps * drawn / 2.0
     report = PrivacyReport(
         mechanism="private order-statistic interval for a quantile (two exponential-mechanism "
         "quantiles with the rank utility, target ranks moved out by the rank-error bound)",
@@ -154,7 +159,7 @@ def _private_quantile_interval(
         )
         + (
             ()
-            if rho_u <= n and rho_l >= 0
+            if drawn == 2
             else (
                 "an end is the public bound: at this n and epsilon no order statistic is far "
                 f"enough out; that end was not drawn and cost nothing (epsilon {spent:g} of "

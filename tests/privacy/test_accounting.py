@@ -229,6 +229,17 @@ class TestPlanning:
         sig_colder = A.dpsgld_noise_multiplier(temperature=temp / 1.03, learning_rate=eta, **kw)
         assert A.pld_epsilon(64 / 3000, sig_colder, 1e-5) > 1.0
 
+    def test_calibrated_temperature_spends_what_the_report_states(self):
+        # Issue 35: σ_t 3 % apart share a coarse (5 %) group but not the report's (1 %) one.
+        # The search used the coarse grouping, so the run spent 2.948 of ε = 3 (the digits
+        # demo: 2.939); the report's own accountant now decides, as for DP-SGD's σ.
+        eta = np.repeat([0.5, 0.5 / 1.03**2], 100)
+        kw = dict(batch_size=298, max_grad_norm=1.0, n_samples=597)
+        temp = A.calibrate_temperature(learning_rates=eta, epsilon=3.0, delta=1e-5, **kw)
+        sig = A.dpsgld_noise_multiplier(temperature=temp, learning_rate=eta, **kw)
+        assert 0.999 * 3.0 <= A.epsilon_spent(298 / 597, sig, 1e-5) <= 3.0
+        assert A.max_steps(298 / 597, sig, epsilon=3.0, delta=1e-5) == eta.size
+
 
 class TestDpsgldNoiseMultiplier:
     def test_formula(self):

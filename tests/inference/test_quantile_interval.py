@@ -16,19 +16,47 @@ from scipy.stats import binom
 
 import dpuq
 from dpuq.inference import quantile_interval as qi
-from dpuq.inference.quantile_interval import QUANTILE_BETA_SHARE, order_statistic_ranks
+from dpuq.inference.quantile_interval import order_statistic_ranks
+
+
+def _miss_bound_full(rho, n, q, eps, m, side):
+    """E min(1, m exp(-(ε/2) side (ρ - B) / 2)) over the whole binomial law (no window)."""
+    k = np.arange(n + 1)
+    return float(
+        np.sum(
+            binom.pmf(k, n, q) * np.exp(np.minimum(0.0, math.log(m) - eps / 4 * side * (rho - k)))
+        )
+    )
 
 
 @pytest.mark.parametrize(("n", "q", "alpha"), [(50, 0.5, 0.1), (5000, 0.9, 0.1), (300, 0.1, 0.05)])
-def test_the_target_ranks_are_the_binomial_tails_moved_out_by_the_rank_error(n, q, alpha):
+def test_the_target_ranks_are_the_tightest_whose_miss_bound_is_alpha_over_two(n, q, alpha):
+    """Each end's miss bound (binomial law convolved with the mechanism's worst-case rank
+    error) is at most α/2 at the released rank and above it a tenth of a rank inward."""
     eps, m = 1.0, 1001
-    lo, hi, delta = order_statistic_ranks(n, q, alpha, eps, m)
-    beta = QUANTILE_BETA_SHARE * alpha
-    gamma = alpha / 2 - beta
-    assert delta == pytest.approx(4.0 / eps * math.log(m / beta))
-    k_u, k_l = round(hi - delta), round(lo + delta)
-    assert binom.sf(k_u - 1, n, q) <= gamma < binom.sf(k_u - 2, n, q)  # smallest such k
-    assert binom.cdf(k_l, n, q) <= gamma < binom.cdf(k_l + 1, n, q)  # largest such k
+    lo, hi, _ = order_statistic_ranks(n, q, alpha, eps, m)
+    assert (
+        _miss_bound_full(hi, n, q, eps, m, 1)
+        <= alpha / 2
+        < _miss_bound_full(hi - 0.1, n, q, eps, m, 1)
+    )
+    assert (
+        _miss_bound_full(lo, n, q, eps, m, -1)
+        <= alpha / 2
+        < _miss_bound_full(lo + 0.1, n, q, eps, m, -1)
+    )
+
+
+def test_the_convolution_bound_is_inside_the_union_bound():
+    """Splitting α/2 into a binomial tail and a mechanism failure β = α/20 (the first version)
+    gives ends at least as far out, at every n, q and ε tried."""
+    for n, q, eps in [(50, 0.5, 1.0), (1000, 0.5, 1.0), (5000, 0.9, 0.5), (300, 0.1, 4.0)]:
+        alpha, m = 0.1, 1001
+        beta, gamma = alpha / 20, alpha / 2 - alpha / 20
+        reach = 4.0 / eps * math.log(m / beta)
+        lo, hi, _ = order_statistic_ranks(n, q, alpha, eps, m)
+        assert hi <= binom.isf(gamma, n, q) + 1 + reach
+        assert lo >= binom.ppf(gamma, n, q) - 1 - reach
 
 
 def _coverage(draw, truth, q, reps, eps, rng, bounds):
@@ -61,16 +89,15 @@ def test_coverage_holds_for_continuous_discrete_and_skewed_laws(law, draw, truth
 
 
 def test_without_the_rank_error_shift_coverage_falls_negative_control(monkeypatch):
-    """The shift by Δ is what covers the mechanism's rank error: at a small ε without it the
-    same release covers far less often."""
+    """The margin is what covers the mechanism's rank error: at a small ε, with the
+    non-private binomial ranks instead, the same release covers far less often."""
     draw = lambda r: r.lognormal(0, 1, 2000)  # noqa: E731
     truth, reps = math.exp(1.2816), 120
     rng = np.random.default_rng(41)
     honest = _coverage(draw, truth, 0.9, reps, 0.05, rng, (0, 200))
 
-    def unshifted(n, q, alpha, epsilon, n_bins):
-        lo, hi, delta = order_statistic_ranks(n, q, alpha, epsilon, n_bins)
-        return lo + delta, hi - delta, 0.0
+    def unshifted(n, q, alpha, epsilon, n_bins):  # the non-private binomial ends
+        return binom.ppf(alpha / 2, n, q) - 1, binom.isf(alpha / 2, n, q) + 1, 0.0
 
     monkeypatch.setattr(qi, "order_statistic_ranks", unshifted)
     naive = _coverage(draw, truth, 0.9, reps, 0.05, np.random.default_rng(41), (0, 200))

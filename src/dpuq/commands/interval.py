@@ -30,9 +30,10 @@ privacy report, to a JSON file.
 the data); a value outside it is an error. --epsilon is the total cost of the release
 (delta = 0), under replace-one neighbours with n public; --dataset NAME (and --ledger PATH)
 charges it to that data set's budget first and refuses it when too little is left.
-Coverage is asymptotic for the mean, median and trimmed mean (the bootstrap's,
-docs/how-to/private_bootstrap.md) and exact for a quantile (two private order statistics:
-at least 1 - alpha in finite samples for any distribution, docs/how-to/general_intervals.md).
+Coverage is asymptotic for the mean and trimmed mean (the bootstrap's,
+docs/how-to/private_bootstrap.md) and exact for the median and a quantile (two private
+order statistics: at least 1 - alpha in finite samples for any distribution, ties included,
+docs/how-to/general_intervals.md).
 Estimators other than these four are in Python:
 dpuq.private_confidence_interval(rows, statistic=f, statistic_bounds=(lo, hi), ...).
 

@@ -7,9 +7,12 @@ a private bootstrap: ``epsilon`` is the **total** of the call, split as
 ``estimate_share * epsilon`` for ``θ̃`` and the rest for the bootstrap (default share
 :data:`~dpuq.inference.interval_methods.ESTIMATE_SHARE` = 0.5; before 0.2.0 each part took the
 whole ``epsilon``, 2ε in total). A callable ``statistic`` (any estimator ``f(rows,
-sample_weight)``) is released by :mod:`dpuq.inference.general`. Three methods for the strings:
+sample_weight)``) is released by :mod:`dpuq.inference.general`. The median's (and a quantile's)
+default is ``"order_statistics"``: the exact, distribution-free order-statistic interval of
+:mod:`dpuq.inference.quantile_interval` (coverage at least ``1 - α`` for every law and every
+``n``, ties included). Three methods for the mean and trimmed mean (and the median on request):
 
-``"ensemble"`` (default)
+``"ensemble"`` (default for the mean and trimmed mean)
     Chadha et al.'s studentized ensemble, aggregated at the quantiles the interval needs. Each of
     ``s`` disjoint subsets runs a bag-of-little-bootstraps of the root
     ``√n (θ̃* - θ̂_k)/σ̃*``, where ``θ̃*`` and ``σ̃*`` are the *private* estimate and standard
@@ -165,11 +168,14 @@ def private_confidence_interval(
         for a smooth ``f`` is the uncorrected estimator (the validity zoo's negative control).
     trim : float, default 0.1
         Proportion cut at each end for ``"trimmed_mean"``.
-    method : {"ensemble", "ensemble_cdf", "naive"}; for a callable statistic
-        {"ensemble", "subsampling"}; for ``"quantile"`` {"order_statistics", "ensemble",
-        "subsampling"}. Default: ``"order_statistics"`` for ``"quantile"`` (exact,
-        distribution-free coverage: :mod:`dpuq.inference.quantile_interval`), else
-        ``"ensemble"``.
+    method : {"ensemble", "ensemble_cdf", "naive"}, and "order_statistics" for the median;
+        for a callable statistic {"ensemble", "subsampling"}; for ``"quantile"``
+        {"order_statistics", "ensemble", "subsampling"}. Default: ``"order_statistics"`` for
+        ``"median"`` and ``"quantile"`` (exact, distribution-free coverage in finite samples,
+        ties included: :mod:`dpuq.inference.quantile_interval`), else ``"ensemble"``. The
+        median's ``"ensemble"`` is narrower (about 1.1 times the non-private bootstrap against
+        1.6 times) but assumes a density that is smooth and positive at the median on the
+        scale of a subset's spread: on tied or bimodal data it covered 0.80 at nominal 0.90.
     n_subsets : "auto" or int
         Subsets of the ensemble; auto ``floor(sqrt(n / ε_cdf))`` (Chadha et al. 2024), with
         ``ε_cdf = (1 - estimate_share) epsilon``.
@@ -186,8 +192,8 @@ def private_confidence_interval(
     delta : float, default 1e-6
         ``"naive"`` only: the δ at which its ε' is reported.
     n_candidates : int, default 1001
-        Candidates of the private median (statistic "median"), or bins of the quantile's
-        order-statistic interval (their resolution is ``(b - a)/n_candidates``).
+        Bins of the median's and the quantile's order-statistic interval (their resolution is
+        ``(b - a)/n_candidates``), or candidates of the ensemble's private median.
     symmetric : bool, default True
         ``"ensemble"`` only: a symmetric interval (one released half-width). False releases an
         asymmetry too (the bootstrap-t's skewness correction), splitting the budget three ways;
@@ -223,8 +229,9 @@ def private_confidence_interval(
     >>> ci.lower < 5.0 < ci.upper, ci.privacy_report.epsilon
     (True, 1.0)
     """
-    if method is None:  # the quantile's own exact method; the ensemble for the others
-        method = "order_statistics" if _is_quantile(statistic) else "ensemble"
+    if method is None:  # the exact order statistics for quantiles; the ensemble for the others
+        exact = _is_quantile(statistic) or _is_median(statistic)
+        method = "order_statistics" if exact else "ensemble"
     if callable(statistic) or statistic == "quantile":
         return _general(
             x, statistic, statistic_bounds, bounds, quantile, vectorized, alpha, epsilon,
@@ -255,6 +262,14 @@ def private_confidence_interval(
         raise ValueError(f"trim={stat.trim} leaves no data")
     if stat.name == "median":
         check_candidates(n_candidates)
+    if method == "order_statistics":
+        if stat.name != "median":
+            raise ValueError(
+                "method='order_statistics' is for statistic='median' or 'quantile', not "
+                f"{stat.name!r}; use method='ensemble'"
+            )
+        return _order_statistics(data, bnds, 0.5, a, epsilon, n_candidates, random_state,
+                                 ledger, dataset, "median")  # fmt: skip
     rng = check_random_state(random_state)
     what, seeded = f"private_confidence_interval ({method})", random_state is not None
     settings = {
@@ -319,7 +334,10 @@ def private_confidence_interval(
         charge_cost(cost.epsilon, cost.delta)
         out = _naive_interval(data, bnds, stat, a, e_est, e_cdf, tt, rng, d_naive)
     else:
-        raise ValueError(f"method must be 'ensemble', 'ensemble_cdf' or 'naive', got {method!r}")
+        raise ValueError(
+            "method must be 'ensemble', 'ensemble_cdf', 'naive' or (median) 'order_statistics', "
+            f"got {method!r}"
+        )
     lower, upper, estimate, informative, report, details = out
     report = mark_seeded(report, random_state)
     return ConfidenceInterval(
@@ -331,9 +349,14 @@ def _is_quantile(statistic) -> bool:
     return isinstance(statistic, str) and statistic == "quantile"
 
 
+def _is_median(statistic) -> bool:
+    return isinstance(statistic, str) and statistic == "median"
+
+
 def _order_statistics(x, bnds, level, alpha, epsilon, n_bins, random_state, ledger, dataset,
                       name) -> ConfidenceInterval:  # fmt: skip
-    """``statistic="quantile"``'s default: validated settings, the charge, then the release."""
+    """The quantile's and the median's default: validated settings, the charge, then the
+    release (``x``: a validated array, or the Dask path's data object)."""
     a = check_in_open_unit(alpha, "alpha")
     eps = check_epsilon(epsilon)
     n_bins = check_candidates(n_bins)
@@ -347,7 +370,8 @@ def _order_statistics(x, bnds, level, alpha, epsilon, n_bins, random_state, ledg
                what=f"private_confidence_interval ({name}, order_statistics)",
                settings=settings)  # fmt: skip
     ci = _private_quantile_interval(x, bnds, level, alpha=a, epsilon=eps, n_bins=n_bins,
-                                   rng=check_random_state(random_state))  # fmt: skip
+                                   rng=check_random_state(random_state),
+                                   name="median" if name == "median" else None)  # fmt: skip
     if not ci.informative:
         warnings.warn(f"uninformative interval: {ci.details['reason']}",
                       UninformativeIntervalWarning, stacklevel=4)  # fmt: skip

@@ -257,7 +257,10 @@ def cell(pop: str, stat: str) -> Cell:
         return Cell(pop, stat, f, (u_lo, u_hi), float(truth))
     if stat == "90th percentile":
         f = dpuq.weighted_quantile(0.9)
-        return Cell(pop, stat, f, (u_lo, u_hi), float(f(u, ones)))
+        # a valid population 0.9-quantile (inf{x : F(x) >= 0.9}); an interpolated value
+        # between two atoms, as f's own rule gives, is not one (review, third session)
+        truth = np.quantile(u, 0.9, method="inverted_cdf")
+        return Cell(pop, stat, f, (u_lo, u_hi), float(truth))
     slope_scale = float(np.std(y) / np.std(x))
     f, bounds = {
         "SD": (sd, (0.0, (u_hi - u_lo) / 2.0)),

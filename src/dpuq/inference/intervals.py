@@ -232,6 +232,10 @@ def private_confidence_interval(
     if method is None:  # the exact order statistics for quantiles; the ensemble for the others
         exact = _is_quantile(statistic) or _is_median(statistic)
         method = "order_statistics" if exact else "ensemble"
+    if method == "order_statistics":  # a subsets' setting would be ignored: say so instead
+        _refuse_subset_settings(n_subsets=n_subsets, n_resamples=n_resamples,
+                                estimate_share=estimate_share, bias_correction=bias_correction,
+                                symmetric=symmetric)  # fmt: skip
     if callable(statistic) or statistic == "quantile":
         return _general(
             x, statistic, statistic_bounds, bounds, quantile, vectorized, alpha, epsilon,
@@ -345,6 +349,23 @@ def private_confidence_interval(
     )
 
 
+#: The settings of the subsets' methods, at their defaults (``order_statistics`` has none).
+_SUBSET_DEFAULTS = {"n_subsets": "auto", "n_resamples": "auto", "estimate_share": None,
+                    "bias_correction": None, "symmetric": True}  # fmt: skip
+
+
+def _refuse_subset_settings(**given) -> None:
+    """ValueError naming a subsets' setting passed to ``method="order_statistics"``."""
+    for name, value in given.items():
+        default = _SUBSET_DEFAULTS[name]
+        if value is not default and not (isinstance(value, str) and value == default):
+            raise ValueError(
+                f"{name} is a setting of the subsets' methods; method='order_statistics' (the "
+                "median's and a quantile's default) has no subsets: pass method='ensemble' to "
+                f"use {name}, or leave it out"
+            )
+
+
 def _is_quantile(statistic) -> bool:
     return isinstance(statistic, str) and statistic == "quantile"
 
@@ -364,14 +385,15 @@ def _order_statistics(x, bnds, level, alpha, epsilon, n_bins, random_state, ledg
         raise ValueError(f"x needs at least 2 values for a quantile interval, got n={x.size}")
     settings = {"alpha": a, "n": int(x.size), "statistic": name, "method": "order_statistics",
                 "bounds": [float(bnds[0]), float(bnds[1])]}  # fmt: skip
+    rng = check_random_state(random_state)  # before the charge: a bad seed costs nothing
     ends = order_statistic_ends(x.size, level, a, eps, n_bins)  # public: which ends are drawn
     if ends:  # an end that no order statistic reaches is the bound, drawn and charged for nothing
         charge(ledger, dataset, eps * ends / 2.0, seeded=random_state is not None,
                what=f"private_confidence_interval ({name}, order_statistics)",
                settings=settings)  # fmt: skip
+    label = "median" if name == "median" else None
     ci = _private_quantile_interval(x, bnds, level, alpha=a, epsilon=eps, n_bins=n_bins,
-                                   rng=check_random_state(random_state),
-                                   name="median" if name == "median" else None)  # fmt: skip
+                                   rng=rng, name=label)  # fmt: skip
     if not ci.informative:
         warnings.warn(f"uninformative interval: {ci.details['reason']}",
                       UninformativeIntervalWarning, stacklevel=4)  # fmt: skip

@@ -99,7 +99,7 @@ def order_statistic_ranks(n: int, q: float, alpha: float, epsilon: float, n_bins
     --------
     >>> lo, hi, margin = order_statistic_ranks(5000, 0.5, 0.1, 1.0, 1001)
     >>> round(lo, 1), round(hi, 1), round(margin, 1)
-    (2409.8, 2590.2, 31.2)
+    (2409.8, 2590.2, 32.0)
     """
     if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
@@ -118,12 +118,17 @@ def order_statistic_ranks(n: int, q: float, alpha: float, epsilon: float, n_bins
     ends = []
     for side, inner, outer in ((1, k_lo - 1.0, k_hi + reach), (-1, k_hi + 1.0, k_lo - reach)):
         excess = lambda r, s=side: _miss_bound(r, k, pk, outside, log_m, eps_end, s) - target  # noqa: E731
-        rho = brentq(excess, inner, outer, xtol=1e-9, rtol=1e-12)
-        ends.append(rho + side * 1e-6)  # a hair outward: the bound falls as ρ moves out
+        rho = brentq(excess, inner, outer, xtol=1e-9, rtol=4.0 * np.finfo(float).eps)
+        hair = max(1e-6, 1e-12 * abs(rho))  # outward until the bound is met (it falls there)
+        while excess(rho) > 0.0:
+            rho += side * hair
+            hair *= 2.0
+        ends.append(rho)
     rho_u, rho_l = ends
     plain_u = float(binom.isf(target, n, q)) + 1.0  # non-private ends, for the margin only
     plain_l = float(binom.ppf(target, n, q)) - 1.0
-    return rho_l, rho_u, ((rho_u - plain_u) + (plain_l - rho_l)) / 2.0
+    margin = ((math.ceil(rho_u) - plain_u) + (plain_l - math.floor(rho_l))) / 2.0
+    return rho_l, rho_u, max(margin, 0.0)
 
 
 def _released_bin(counts: np.ndarray, level: float, epsilon: float, rng) -> int:
@@ -174,6 +179,9 @@ def _private_quantile_interval(
     if rho_l >= 0:
         j = _released_bin(counts, rho_l / n, eps / 2.0, rng)
         lower = float(edges[j - 1]) if j > 0 else lo
+    # the two ends are drawn independently and may cross (probability < 1e-7 at usual
+    # settings): the sorted pair is post-processing, and it misses only where an end does
+    lower, upper = min(lower, upper), max(lower, upper)
     drawn = int(rho_u <= n) + int(rho_l >= 0)
     informative, spent = drawn > 0, eps * drawn / 2.0
     report = PrivacyReport(

@@ -380,7 +380,7 @@ def test_coverage_of_the_private_quantile():
         x = np.minimum(rng.lognormal(1, 0.5, size=3000), 50)
         ci = dpuq.private_confidence_interval(
             x, statistic="quantile", quantile=0.9, bounds=(0, 50), alpha=0.1, epsilon=2.0,
-            n_resamples=20, random_state=rng,
+            random_state=rng,
         )  # fmt: skip
         hits.append(ci.lower <= truth <= ci.upper)
     assert np.mean(hits) >= 0.9 - margin

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 import sys
-from contextlib import contextmanager
+from unittest.mock import patch
 
 import numpy as np
 
@@ -32,21 +32,6 @@ def surrogate(n: int, seed: int, **kwargs):
     from dpuq.training.features import synthetic_images
 
     return synthetic_images(n, seed=seed, **{"side": 8, **kwargs})
-
-
-@contextmanager
-def patched(**constants):
-    """Override recipe constants for one run (module globals read at call time)."""
-    from dpuq.training import recipe
-
-    old = {k: getattr(recipe, k) for k in constants}
-    for k, v in constants.items():
-        setattr(recipe, k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            setattr(recipe, k, v)
 
 
 def inputs(x: np.ndarray, how: str) -> np.ndarray:
@@ -129,7 +114,9 @@ def one_run(x, y, n_train, n_ts, method, how, seed, aug=None, cnn=False, **overr
         net = torch.nn.Sequential(torch.nn.Flatten(), net)
     if aug is not None:
         kw["augmentation_multiplicity"] = aug
-    with patched(**override):
+    from dpuq.training import recipe
+
+    with patch.dict(vars(recipe), override):
         net, _ = train_classifier(
             net, (torch.as_tensor(f[tr]), torch.as_tensor(y[tr])), method=method,
             random_state=seed, show_progress=False, ledger=CALLER_CHARGED, **kw,

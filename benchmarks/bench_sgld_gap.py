@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 import statistics
 import sys
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
+from unittest.mock import patch
 
 import numpy as np
 
@@ -58,18 +59,6 @@ def surrogate(name: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return synthetic_images(n, seed=seed, side=8, **kw)
 
 
-@contextmanager
-def patched(module, **values):
-    old = {k: getattr(module, k) for k in values}
-    for k, v in values.items():
-        setattr(module, k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            setattr(module, k, v)
-
-
 def coarse_temperature(*, learning_rates, batch_size, max_grad_norm, n_samples, epsilon, delta,
                        accountant="pld", relation="replace-one", rtol=1e-2):  # fmt: skip
     """The search before issue 35's third session (PLD, σ_t grouped within 5 %, 1 % in T)."""
@@ -101,9 +90,11 @@ def run(name: str, seed: int, variant: str) -> float:
     x, y = surrogate(name, seed)
     method, constants = VARIANTS[variant]
     with ExitStack() as stack:
-        stack.enter_context(patched(recipe, **constants))
+        stack.enter_context(patch.dict(vars(recipe), constants))
         if variant == "coarse-T":
-            stack.enter_context(patched(accounting, calibrate_temperature=coarse_temperature))
+            stack.enter_context(
+                patch.dict(vars(accounting), calibrate_temperature=coarse_temperature)
+            )
         clf = DPClassifier(
             epsilon=EPS,
             delta=DELTA,

@@ -230,7 +230,7 @@ def private_confidence_interval(
     (True, 1.0)
     """
     if method is None:  # the exact order statistics for quantiles; the ensemble for the others
-        exact = _is_quantile(statistic) or _is_median(statistic)
+        exact = isinstance(statistic, str) and statistic in ("median", "quantile")
         method = "order_statistics" if exact else "ensemble"
     if method == "order_statistics":  # a subsets' setting would be ignored: say so instead
         _refuse_subset_settings(n_subsets=n_subsets, n_resamples=n_resamples,
@@ -366,14 +366,6 @@ def _refuse_subset_settings(**given) -> None:
             )
 
 
-def _is_quantile(statistic) -> bool:
-    return isinstance(statistic, str) and statistic == "quantile"
-
-
-def _is_median(statistic) -> bool:
-    return isinstance(statistic, str) and statistic == "median"
-
-
 def _order_statistics(x, bnds, level, alpha, epsilon, n_bins, random_state, ledger, dataset,
                       name) -> ConfidenceInterval:  # fmt: skip
     """The quantile's and the median's default: validated settings, the charge, then the
@@ -391,9 +383,8 @@ def _order_statistics(x, bnds, level, alpha, epsilon, n_bins, random_state, ledg
         charge(ledger, dataset, eps * ends / 2.0, seeded=random_state is not None,
                what=f"private_confidence_interval ({name}, order_statistics)",
                settings=settings)  # fmt: skip
-    label = "median" if name == "median" else None
     ci = _private_quantile_interval(x, bnds, level, alpha=a, epsilon=eps, n_bins=n_bins,
-                                   rng=rng, name=label)  # fmt: skip
+                                   rng=rng, name=name)  # fmt: skip
     if not ci.informative:
         warnings.warn(f"uninformative interval: {ci.details['reason']}",
                       UninformativeIntervalWarning, stacklevel=4)  # fmt: skip

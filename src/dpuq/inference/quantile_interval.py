@@ -60,6 +60,7 @@ against the non-private 58, and the resolution of the bins ``(b - a)/m``.
 
 from __future__ import annotations
 
+import functools
 import math
 from numbers import Integral
 
@@ -107,7 +108,13 @@ def order_statistic_ranks(n: int, q: float, alpha: float, epsilon: float, n_bins
     alpha = check_in_open_unit(alpha, "alpha")
     epsilon = check_epsilon(epsilon)
     n_bins = check_candidates(n_bins, "n_bins")
-    n = int(n)
+    return _target_ranks(int(n), q, alpha, epsilon, n_bins)
+
+
+@functools.lru_cache(maxsize=256)
+def _target_ranks(n: int, q: float, alpha: float, epsilon: float, n_bins: int):
+    """:func:`order_statistic_ranks` on validated public values (cached: a release asks for
+    them twice, once to know which ends it draws and charges, once to draw them)."""
     k_lo = max(0, int(binom.ppf(_BINOMIAL_TAIL, n, q)) - 1)
     k_hi = min(n, int(binom.isf(_BINOMIAL_TAIL, n, q)) + 1)
     k = np.arange(k_lo, k_hi + 1, dtype=float)
@@ -182,7 +189,7 @@ def _private_quantile_interval(
     # the two ends are drawn independently and may cross (probability < 1e-7 at usual
     # settings): the sorted pair is post-processing, and it misses only where an end does
     lower, upper = min(lower, upper), max(lower, upper)
-    drawn = int(rho_u <= n) + int(rho_l >= 0)
+    drawn = order_statistic_ends(n, q, alpha, epsilon, n_bins)
     informative, spent = drawn > 0, eps * drawn / 2.0
     report = PrivacyReport(
         mechanism="private order-statistic interval for a quantile (two exponential-mechanism "

@@ -20,6 +20,7 @@ from cli_helpers import run_cli
 from dpuq.inference._subsets import (
     SPREAD_FRACTION_CAP,
     _spread_from_count,
+    estimate_subsets,
     jackknife_correct,
     jackknife_weights,
 )
@@ -302,6 +303,57 @@ def test_auto_subsets_are_data_independent_and_bounded():
     assert resolve_general_subsets("auto", 5000, 1.0) == 200
     assert resolve_general_subsets("auto", 1000, 0.5) == 50  # at most n // 20
     assert resolve_general_subsets("auto", 20000, 3.0) == 81
+
+
+def test_estimating_subsets_follow_the_bias_noise_rule_below_the_locating_ones():
+    """``s ∝ n^(3/5) ε^(-2/5)`` (public: n and ε only), never above the locating subsets."""
+    assert estimate_subsets(5000, 1.0, 200) == 100
+    big, small = estimate_subsets(500_000, 1.0, 10**6), estimate_subsets(5000, 1.0, 10**6)
+    assert big / small == pytest.approx(100**0.6, rel=0.01)  # bias O(s²/n^1.5) vs noise
+    assert estimate_subsets(5000, 0.25, 10**6) == pytest.approx(100 * 4**0.4, abs=1)
+    assert estimate_subsets(50_000, 1.0, 223) == 223  # capped: one partition at large n
+
+
+def _id_recorder(seen):
+    """A statistic that records which rows (by the id in column 0) each call sees."""
+
+    def f(rows, sample_weight):
+        seen.append(frozenset(np.asarray(rows)[:, 0].astype(int).tolist()))
+        return float(np.average(np.asarray(rows)[:, 1], weights=sample_weight))
+
+    return f
+
+
+def test_auto_uses_two_data_free_partitions_and_one_person_is_in_one_subset_of_each():
+    """Two partitions (locating, estimating), drawn before the data: neighbours get the same
+    ones, and each person is in at most one subset of each (the privacy argument)."""
+    n, eps = 2000, 3.0
+    x = np.column_stack([np.arange(n), np.random.default_rng(2).uniform(size=n)])
+
+    def release(data, **kw):
+        seen = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ci = dpuq.private_confidence_interval(
+                data, statistic=_id_recorder(seen), statistic_bounds=(0, 1), alpha=0.1,
+                epsilon=eps, random_state=4, n_resamples=3, **kw,
+            )  # fmt: skip
+        return set(seen), ci.privacy_report.details  # every call sees one whole subset's rows
+
+    groups, d = release(x)
+    y = x.copy()
+    y[:, 1] = 1.0 - y[:, 1]  # every row changed: the partitions still must not move
+    assert release(y)[0] == groups
+    assert (d["locating_subsets"], d["n_subsets"]) == (67, estimate_subsets(n, eps, 67))
+    sizes = sorted({len(g) for g in groups})
+    assert sizes == [d["locating_subset_size"], d["subset_size"]] == [n // 67, n // 37]
+    for size, count in zip(sizes, (67, 37), strict=True):
+        members = np.concatenate([sorted(g) for g in groups if len(g) == size])
+        assert members.size == np.unique(members).size  # disjoint: one subset per person
+        assert len([g for g in groups if len(g) == size]) == count
+    groups, d = release(x, n_subsets=67)  # an integer n_subsets: one partition, as before
+    assert {len(g) for g in groups} == {n // 67}
+    assert d["locating_subsets"] == d["n_subsets"] == 67
 
 
 @pytest.mark.parametrize(

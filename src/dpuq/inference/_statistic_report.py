@@ -13,7 +13,8 @@ __all__ = ["RELIABLE_SUBSET"]
 RELIABLE_SUBSET = 100
 
 
-def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyReport:
+def _report(eps, method, n, s, tt, p, share, resample_size, b, note, locating=None):
+    s0, b0 = (s, b) if locating is None else locating
     return PrivacyReport(
         mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "
         + (
@@ -31,6 +32,8 @@ def _report(eps, method, n, s, tt, p, share, resample_size, b, note) -> PrivacyR
             "n": n,
             "n_subsets": s,
             "subset_size": b,
+            "locating_subsets": s0,
+            "locating_subset_size": b0,
             "unused_rows": n - s * b,
             "n_resamples": tt if method == "ensemble" else 0,
             "resample_size": resample_size if method == "ensemble" else 0,

@@ -33,6 +33,7 @@ from dpuq.scale.sources import is_dask_collection
 __all__ = [
     "ESTIMATION_ERRORS",
     "SubsetSummaries",
+    "estimate_subsets",
     "jackknife_correct",
     "jackknife_weights",
     "subset_summaries",
@@ -200,6 +201,33 @@ def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
             "subsets or more data"
         )
     return s
+
+
+#: The estimate's subsets (:func:`estimate_subsets`): ``ceil(c n^(3/5) ε^(-2/5))``, ``c`` this.
+ESTIMATE_SUBSETS_COEF = 0.6
+
+
+def estimate_subsets(n: int, epsilon: float, locating_subsets: int) -> int:
+    """``s``, the number of (larger) subsets whose estimates make the point estimate and spread.
+
+    The bias–noise trade-off (issue 33). With ``s`` subsets of ``b = n/s`` rows, the
+    jackknife leaves a bias ``O(1/b²)``, i.e. ``O(s²/n^(3/2))`` standard errors, while the
+    clamped mean's noise is ``O(1/(ε sqrt(s)))`` standard errors. The sum of their squares is
+    smallest at ``s ∝ n^(3/5) ε^(-2/5)``. The constant :data:`ESTIMATE_SUBSETS_COEF` comes from
+    synthetic (public) heavy-tailed laws: the standard deviation of a lognormal(0, 1) sample of
+    ``n = 5000`` at ε = 1 kept a bias of 1.33 standard errors with 200 subsets, 0.80 with 100,
+    0.46 with 50. Against the interval's own spread (noise included) that is 0.74, 0.35 and
+    0.15, i.e. coverage of about 0.81, 0.88 and 0.90 at nominal 0.90. Never more than
+    ``locating_subsets`` (the private locations need that many values: the locating subsets
+    stay as before), at least 1. Public: ``n`` and ε only.
+
+    Examples
+    --------
+    >>> estimate_subsets(5000, 1.0, 200), estimate_subsets(50_000, 1.0, 223)
+    (100, 223)
+    """
+    s = math.ceil(ESTIMATE_SUBSETS_COEF * n**0.6 * epsilon**-0.4)
+    return max(1, min(s, int(locating_subsets)))
 
 
 # --- the subsets' summaries (not private) -------------------------------------------------------

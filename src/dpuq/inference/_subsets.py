@@ -100,8 +100,13 @@ SPREAD_FRACTION_MIN = 0.05
 #: (``scale log(1/(2β))``, public) gives the trivial release: a statistic with no estimate on
 #: most subsets must not get an interval made of noise.
 SPREAD_NOISE_BETA = 0.01
-#: Smallest subset the automatic number of subsets allows.
+#: Smallest subset the automatic number of subsets allows (a subset whose estimate enters the
+#: point estimate: its bias must be small).
 MIN_AUTO_SUBSET = 20
+#: Smallest locating subset (two partitions, :func:`estimate_subsets`): these only find the
+#: scale and the location, whose windows are wide, and more of them let the locations work at
+#: smaller ``n ε`` (``s_0 ε`` of a few tens).
+MIN_LOCATING_SUBSET = 10
 
 
 def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -177,8 +182,10 @@ def _log_sd_grid(lo: float, hi: float) -> np.ndarray:
     return np.arange(top - LOG_SD_SPAN, top + LOG_SD_STEP / 2, LOG_SD_STEP)
 
 
-def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
-    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(200/ε))``, at most ``n // 20`` (at least 1).
+def resolve_general_subsets(
+    n_subsets, n: int, epsilon: float, min_rows: int = MIN_AUTO_SUBSET
+) -> int:
+    """``s``: auto ``max(floor(sqrt(n/ε)), ceil(200/ε))``, at most ``n // min_rows`` (at least 1).
 
     The estimate's noise against its standard error is about ``7/(ε sqrt(s))`` and each
     private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
@@ -188,7 +195,7 @@ def resolve_general_subsets(n_subsets, n: int, epsilon: float) -> int:
         if n_subsets != "auto":
             raise ValueError(f"n_subsets must be 'auto' or an integer >= 1, got {n_subsets!r}")
         s = max(math.floor(math.sqrt(n / epsilon)), math.ceil(200.0 / epsilon))
-        s = max(1, min(s, n // MIN_AUTO_SUBSET))
+        s = max(1, min(s, n // min_rows))
     elif isinstance(n_subsets, bool) or not isinstance(n_subsets, Integral | np.integer):
         raise TypeError(f"n_subsets must be 'auto' or an integer, got {n_subsets!r}")
     else:
@@ -218,8 +225,8 @@ def estimate_subsets(n: int, epsilon: float, locating_subsets: int) -> int:
     ``n = 5000`` at ε = 1 kept a bias of 1.33 standard errors with 200 subsets, 0.80 with 100,
     0.46 with 50. Against the interval's own spread (noise included) that is 0.74, 0.35 and
     0.15, i.e. coverage of about 0.81, 0.88 and 0.90 at nominal 0.90. Never more than
-    ``locating_subsets`` (the private locations need that many values: the locating subsets
-    stay as before), at least 1. Public: ``n`` and ε only.
+    ``locating_subsets`` (the private locations need that many values) nor than subsets of
+    :data:`MIN_AUTO_SUBSET` rows allow, at least 1. Public: ``n`` and ε only.
 
     Examples
     --------
@@ -227,7 +234,7 @@ def estimate_subsets(n: int, epsilon: float, locating_subsets: int) -> int:
     (100, 223)
     """
     s = math.ceil(ESTIMATE_SUBSETS_COEF * n**0.6 * epsilon**-0.4)
-    return max(1, min(s, int(locating_subsets)))
+    return max(1, min(s, int(locating_subsets), n // MIN_AUTO_SUBSET))
 
 
 # --- the subsets' summaries (not private) -------------------------------------------------------

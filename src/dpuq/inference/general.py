@@ -147,6 +147,7 @@ from dpuq.inference._data import SubsetRegimeWarning, UninformativeIntervalWarni
 from dpuq.inference._statistic_report import _finish, _report
 from dpuq.inference._subsets import (
     LOCATION_BETA,
+    MIN_LOCATING_SUBSET,
     SPREAD_FRACTION_MIN,
     SPREAD_NOISE_BETA,
     SPREAD_RADII,
@@ -389,9 +390,13 @@ def _private_statistic_interval(
     share = check_in_open_unit(estimate_share, "estimate_share")
     lo, hi, scalar = _check_statistic_bounds(statistic_bounds)
     n, _ = _rows(x)
-    s0 = resolve_general_subsets(n_subsets, n, eps / lo.size)  # each coordinate's share
     two_levels = method == "ensemble" and isinstance(n_subsets, str)  # "auto": see step 1
-    s = estimate_subsets(n, eps / lo.size, s0) if two_levels else s0
+    e_c = eps / lo.size  # each coordinate's share
+    if two_levels:
+        s0 = resolve_general_subsets(n_subsets, n, e_c, min_rows=MIN_LOCATING_SUBSET)
+        s = estimate_subsets(n, e_c, s0)
+    else:
+        s = s0 = resolve_general_subsets(n_subsets, n, e_c)
     tt = _resolve_resamples(n_resamples, DEFAULT_GENERAL_RESAMPLES)
     if method == "ensemble" and tt < 2:
         raise ValueError("n_resamples must be >= 2 for method='ensemble' (a standard deviation)")

@@ -26,8 +26,9 @@ def _report(eps, method, n, s, tt, p, share, resample_size, b, note, locating=No
         epsilon=eps,
         relation=Relation.REPLACE_ONE,
         sensitivity="per coordinate: location utilities 1; spread counts 1 each; clamped means "
-        f"2 w/s (one person in one of s = {s} subsets; f's output clamped to the public "
-        "statistic_bounds)",
+        f"2 w/s (one person in one of s = {s} subsets"
+        + (f" and one of the s_0 = {s0} locating subsets" if s0 != s else "")
+        + "; f's output clamped to the public statistic_bounds)",
         details={
             "n": n,
             "n_subsets": s,

@@ -212,9 +212,12 @@ def resolve_general_subsets(
 
 #: The estimate's subsets (:func:`estimate_subsets`): ``ceil(c n^(3/5) ε^(-2/5))``, ``c`` this.
 ESTIMATE_SUBSETS_COEF = 0.6
+#: Two partitions only where an estimating subset has at least this many times the rows of a
+#: locating one.
+ESTIMATE_SIZE_GAIN = 1.25
 
 
-def estimate_subsets(n: int, epsilon: float, locating_subsets: int) -> int:
+def estimate_subsets(n: int, epsilon: float, locating_subsets: int, at_least: int = 1) -> int:
     """``s``, the number of (larger) subsets whose estimates make the point estimate and spread.
 
     The bias–noise trade-off (issue 33). With ``s`` subsets of ``b = n/s`` rows, the
@@ -226,15 +229,20 @@ def estimate_subsets(n: int, epsilon: float, locating_subsets: int) -> int:
     0.46 with 50. Against the interval's own spread (noise included) that is 0.74, 0.35 and
     0.15, i.e. coverage of about 0.81, 0.88 and 0.90 at nominal 0.90. Never more than
     ``locating_subsets`` (the private locations need that many values) nor than subsets of
-    :data:`MIN_AUTO_SUBSET` rows allow, at least 1. Public: ``n`` and ε only.
+    :data:`MIN_AUTO_SUBSET` rows allow, and at least ``at_least`` (the caller's public floor:
+    enough values for the spread's noisy count to be read). Where the estimating subsets
+    would be less than :data:`ESTIMATE_SIZE_GAIN` times the size of the locating ones, one
+    partition does both (``locating_subsets`` is returned). Public: ``n`` and ε only.
 
     Examples
     --------
     >>> estimate_subsets(5000, 1.0, 200), estimate_subsets(50_000, 1.0, 223)
     (100, 223)
     """
-    s = math.ceil(ESTIMATE_SUBSETS_COEF * n**0.6 * epsilon**-0.4)
-    return max(1, min(s, int(locating_subsets), n // MIN_AUTO_SUBSET))
+    s = max(math.ceil(ESTIMATE_SUBSETS_COEF * n**0.6 * epsilon**-0.4), int(at_least))
+    s = max(1, min(s, int(locating_subsets), n // MIN_AUTO_SUBSET))
+    # two partitions only where the estimating subsets are clearly larger (else twice the work)
+    return int(locating_subsets) if n // s < ESTIMATE_SIZE_GAIN * (n // locating_subsets) else s
 
 
 # --- the subsets' summaries (not private) -------------------------------------------------------

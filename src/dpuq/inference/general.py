@@ -278,7 +278,7 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
         counts.append(laplace_release(float(inside), scale=scales[-1], random_state=rng))
     use = 0 if counts[0] >= SPREAD_SWITCH * s else 1  # post-processing of the releases
     # a count that noise alone reaches with probability SPREAD_NOISE_BETA says nothing
-    noise_floor = scales[use] * math.log(1.0 / (2.0 * SPREAD_NOISE_BETA))
+    noise_floor = _count_floor(use, e_count)
     sd_b = None
     if counts[use] >= noise_floor:
         sd_b = _spread_from_count(counts[use], s, SPREAD_RADII[use] * pre)
@@ -299,16 +299,20 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
         "estimate": value,
         "standard_error": sigma,
         "estimate_noise_scale": cm.noise_scale,
-        "preliminary_scale": pre,
+        "preliminary_scale": pre0,
+        "estimating_scale": pre,
         "spread_counts": tuple(counts),
         "spread_count_noise_scales": tuple(scales),
         "released_median": m,
         "window_half_width": w,
     }
-    ratio = sd_b / pre  # released values only: post-processing
+    # released values only (post-processing): the spread a count one noise standard deviation
+    # higher would give, so that the count's noise alone rarely raises a caution
+    higher = counts[use] + math.sqrt(2.0) * scales[use]
+    ratio = (_spread_from_count(higher, s, SPREAD_RADII[use] * pre) or sd_b) / pre
     if ratio > SPREAD_RATIO_CAUTION:
         out["caution"] = (
-            f"the spread between subsets is {ratio:.2g} times the subsets' own bootstrap "
+            f"the spread between subsets is at least {ratio:.2g} times the subsets' own bootstrap "
             "spread: the subset estimates are far from their large-sample behaviour (heavy "
             "tails or too few rows per subset), where the jackknife may leave a bias of the "
             "order of the standard error and coverage may fall below nominal; use more data "
@@ -316,6 +320,13 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
         )
         warnings.warn(out["caution"], SubsetRegimeWarning, stacklevel=4)
     return out
+
+
+def _count_floor(which: int, e_count: float) -> float:
+    """The level below which spread count ``which`` says nothing: its lattice-Laplace noise
+    alone exceeds it with probability :data:`SPREAD_NOISE_BETA`. Public (ε only)."""
+    scale = lattice_laplace_scale(1.0, SPREAD_SHARES[which] * e_count)
+    return scale * math.log(1.0 / (2.0 * SPREAD_NOISE_BETA))
 
 
 def _trivial(lo: float, hi: float, why: str) -> dict:
@@ -394,7 +405,9 @@ def _private_statistic_interval(
     e_c = eps / lo.size  # each coordinate's share
     if two_levels:
         s0 = resolve_general_subsets(n_subsets, n, e_c, min_rows=MIN_LOCATING_SUBSET)
-        s = estimate_subsets(n, e_c, s0)
+        # public: twice the first spread count's noise floor, so that the count can be read
+        e_count = (1.0 - share) * (1.0 - MEDIAN_SHARE["se"]) * e_c
+        s = estimate_subsets(n, e_c, s0, at_least=math.ceil(2.0 * _count_floor(0, e_count)))
     else:
         s = s0 = resolve_general_subsets(n_subsets, n, e_c)
     tt = _resolve_resamples(n_resamples, DEFAULT_GENERAL_RESAMPLES)
@@ -419,19 +432,22 @@ def _private_statistic_interval(
     def groups(k: int) -> int:
         return min(JACKKNIFE_GROUPS, n // k) if bias_correction else 0
 
-    check_work(  # the same cap subset_summaries applies, checked before the charge
-        s0 * (tt_run + groups(s0)) * (n // s0) + (s != s0) * (1 + groups(s)) * n,
-        f"n_subsets x n_resamples x subset size = {s0:,} x {tt_run:,} x {n // s0:,}",
+    check_work(  # the same caps subset_summaries applies, checked before the charge
+        s0 * (tt_run + groups(s0)) * (n // s0) + (s != s0) * s * (1 + groups(s)) * (n // s),
+        f"n_subsets x n_resamples x subset size = {s0:,} x {tt_run:,} x {n // s0:,}"
+        + (f" plus {s:,} x {1 + groups(s):,} x {n // s:,}" if s != s0 else ""),
         "use fewer resamples (n_resamples)",
     )
+    # both partitions' generators are fixed before f is called (f never sees either)
+    rng_est = rng.spawn(1)[0] if s != s0 else rng
     # unreleased; before the charge, so an interrupt charges nothing
-    kw = {"vectorized": vectorized, "rng": rng, "resample_size": resample_size}
+    kw = {"vectorized": vectorized, "resample_size": resample_size}
     loc = subset_summaries(x, statistic, lo, hi, n_subsets=s0, n_resamples=tt_run,
-                           jackknife_groups=groups(s0), **kw)  # fmt: skip
+                           jackknife_groups=groups(s0), rng=rng, **kw)  # fmt: skip
     summ = loc
     if s != s0:  # the estimating subsets: a second, independent partition (step 1)
-        summ = subset_summaries(x, statistic, lo, hi, n_subsets=s, n_resamples=1,
-                                jackknife_groups=groups(s), **kw)  # fmt: skip
+        summ = subset_summaries(x, statistic, lo, hi, n_subsets=s, n_resamples=0,
+                                jackknife_groups=groups(s), rng=rng_est, **kw)  # fmt: skip
     charge_cost(eps)
     b, e_coord = summ.subset_size, eps / p
     rows = []
@@ -453,6 +469,6 @@ def _private_statistic_interval(
         else:
             rows.append(_subsampling_coordinate(summ.theta[:, j], lo[j], hi[j], n, b, a,
                                                 e_coord, rng))  # fmt: skip
-    rs = summ.subset_size if resample_size == "subset" else n
+    rs = loc.subset_size if resample_size == "subset" else n
     report = _report(eps, method, n, s, tt, p, share, rs, b, None, (s0, loc.subset_size))
     return _finish(rows, statistic, name, method, a, scalar, report)

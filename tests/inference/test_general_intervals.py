@@ -26,7 +26,9 @@ from dpuq.inference._subsets import (
 )
 from dpuq.inference.aggregation import median_utilities, window_count_utilities
 from dpuq.inference.general import (
+    ESTIMATE_SHARE,
     _check_statistic_bounds,
+    _count_floor,
     resolve_general_subsets,
     subset_summaries,
     weighted_quantile,
@@ -319,11 +321,15 @@ def test_estimating_subsets_follow_the_bias_noise_rule_below_the_locating_ones()
 
 
 def _id_recorder(seen):
-    """A statistic that records which rows (by the id in column 0) each call sees."""
+    """A statistic that records which rows (by the id in column 0) each call sees, and fails
+    (no estimate) on subsets holding a value above 0.99: a data-dependent failure pattern."""
 
     def f(rows, sample_weight):
-        seen.append(frozenset(np.asarray(rows)[:, 0].astype(int).tolist()))
-        return float(np.average(np.asarray(rows)[:, 1], weights=sample_weight))
+        r = np.asarray(rows)
+        seen.append(frozenset(r[:, 0].astype(int).tolist()))
+        if r[:, 1].max() > 0.99:
+            raise ValueError("no estimate here")
+        return float(np.average(r[:, 1], weights=sample_weight))
 
     return f
 
@@ -340,13 +346,13 @@ def test_auto_uses_two_data_free_partitions_and_one_person_is_in_one_subset_of_e
             warnings.simplefilter("ignore")
             ci = dpuq.private_confidence_interval(
                 data, statistic=_id_recorder(seen), statistic_bounds=(0, 1), alpha=0.1,
-                epsilon=eps, random_state=4, n_resamples=3, **kw,
+                random_state=4, n_resamples=3, **{"epsilon": eps, **kw},
             )  # fmt: skip
         return set(seen), ci.privacy_report.details  # every call sees one whole subset's rows
 
     groups, d = release(x)
     y = x.copy()
-    y[:, 1] = 1.0 - y[:, 1]  # every row changed: the partitions still must not move
+    y[:, 1] = 1.0 - y[:, 1]  # every row and the failures changed: the partitions must not move
     assert release(y)[0] == groups
     assert (d["locating_subsets"], d["n_subsets"]) == (67, estimate_subsets(n, eps, 67))
     sizes = sorted({len(g) for g in groups})
@@ -355,6 +361,11 @@ def test_auto_uses_two_data_free_partitions_and_one_person_is_in_one_subset_of_e
         members = np.concatenate([sorted(g) for g in groups if len(g) == size])
         assert members.size == np.unique(members).size  # disjoint: one subset per person
         assert len([g for g in groups if len(g) == size]) == count
+    # enough estimating subsets for the spread's noisy count to be read (public: ε only)
+    e_count = (1 - ESTIMATE_SHARE) * 0.5 * eps
+    assert d["n_subsets"] >= 2 * _count_floor(0, e_count)
+    _, small = release(x[:2000], epsilon=1.0)
+    assert small["n_subsets"] >= 2 * _count_floor(0, (1 - ESTIMATE_SHARE) * 0.5) > 58
     groups, d = release(x, n_subsets=67)  # an integer n_subsets: one partition, as before
     assert {len(g) for g in groups} == {n // 67}
     assert d["locating_subsets"] == d["n_subsets"] == 67
@@ -419,7 +430,7 @@ def wsd(rows, sample_weight):
     return out if np.ndim(sample_weight) == 2 else out[0]
 
 
-def test_larger_estimating_subsets_cover_a_skewed_sd_that_one_partition_of_200_missed():
+def test_larger_estimating_subsets_cover_a_skewed_sd_better_than_one_partition_of_200():
     """The SD of a lognormal(0, 1) sample (skewness 6), n = 5000, ε = 1. On 25-row subsets the
     jackknife leaves a bias of 1.3 standard errors; the estimating subsets of 50 rows
     (``n_subsets="auto"``) leave 0.8, and the old single partition of 200 subsets

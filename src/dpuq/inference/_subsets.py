@@ -187,7 +187,7 @@ def resolve_general_subsets(
 ) -> int:
     """``s``: auto ``max(floor(sqrt(n/ε)), ceil(200/ε))``, at most ``n // min_rows`` (at least 1).
 
-    The estimate's noise against its standard error is about ``7/(ε sqrt(s))`` and each
+    The estimate's noise against its standard error is about ``8/(ε sqrt(s))`` and each
     private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
     at least 20 rows keep the subset estimates' bias small. Data-independent.
     """

@@ -16,13 +16,16 @@ with a subsample-and-aggregate point estimate.
    own bootstrap, the default) or ``W ~ Multinomial(n, (1/b, ..., 1/b))``
    (``resample_size="n"``, the bag of little bootstraps).
 
-   With ``n_subsets="auto"`` there are **two partitions** (fourth wave, issue 33), both drawn
-   before the data are touched. The **locating** subsets, ``s_0`` of ``b_0`` rows
+   With ``n_subsets="auto"`` there are **two partitions** (fourth wave, issue 33), both fixed
+   before ``f`` is first called (the second one's generator is spawned from the release's
+   generator first; ``f`` never sees either). The **locating** subsets, ``s_0`` of ``b_0`` rows
    (:func:`resolve_general_subsets`: the private locations of steps 3a-b need ``s_0 ε`` of a
    few tens), give the preliminary scale and the location. A second, independent partition
    into ``s <= s_0`` larger **estimating** subsets of ``b`` rows
    (:func:`~dpuq.inference._subsets.estimate_subsets`, ``s ∝ n^(3/5) ε^(-2/5)``: the bias–noise
-   trade-off) gives the spread and the estimate of steps 3c-d. At ``n = 5000``, ε = 1 that is
+   trade-off; at least twice the level the spread's first count's noise alone reaches, so
+   that the count can be read) gives the spread and the estimate of steps 3c-d; the
+   bootstrap runs on the locating subsets only. At ``n = 5000``, ε = 1 that is
    ``b_0 = 25`` and ``b = 50``: the jackknife's remaining bias ``O(1/b²)`` is a quarter, and
    the subset estimates of a nonlinear statistic are nearer to normal (skewness ``∝ 1/sqrt(b)``)
    and fail less often (separation, empty cells), for a clamped mean whose noise is

@@ -119,13 +119,14 @@ continuous laws); its bias on ``b`` rows has an expansion ``a/b + O(1/b²)`` (sm
 functions of moments with finite fourth moments), so that after the jackknife the remaining
 ``O(1/b²)`` is small against the standard error, i.e. ``n = o(b⁴)`` with ``s = n/b``
 subsets (the automatic estimating subsets have ``b ∝ n^(2/5) ε^(2/5)``, so
-``b⁴ ∝ n^(8/5)``); and the subset estimates are near enough to normal that their normal-equivalent
-spread is their standard deviation and ``κ = 4`` spreads hold their tails. The weak point is
-small subsets (``b`` of a few tens) of heavy-tailed data (skewness of 5 and more): there the
-corrected estimates keep a bias of about one standard error and a long tail (the location
-is the densest window, near their mode, so the window of step 3d clips that tail, and the
-count-based spread measures their core, not their tail), and coverage falls below nominal (``docs/how-to/general_intervals.md``, the validity zoo); the report says
-so whenever ``b < 100`` (``RELIABLE_SUBSET``; public: ``n``, ε and ``s`` only). Statistics that are
+``b⁴ ∝ n^(8/5)``); and the subset estimates are near enough to normal that their
+normal-equivalent spread is their standard deviation and ``κ = 4`` spreads hold their tails.
+The weak point is small subsets (``b`` of a few tens) of heavy-tailed data (skewness of 5 and
+more): there the corrected estimates keep a bias of about one standard error and a long tail
+(the location is the densest window, near their mode, so the window of step 3d clips that
+tail, and the count-based spread measures their core, not their tail), and coverage falls
+below nominal (``docs/how-to/general_intervals.md``, the validity zoo); the report says so
+whenever ``b < 100`` (``RELIABLE_SUBSET``; public: ``n``, ε and ``s`` only). Statistics that are
 not defined on every small subset (a logistic fit with separation, an odds ratio with an
 empty cell) are no estimate there: they are taken at the released location ``m`` in the
 mean, which pulls it towards ``m`` by their share times the distance from ``m`` to the mean of

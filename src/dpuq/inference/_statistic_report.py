@@ -13,7 +13,9 @@ __all__ = ["RELIABLE_SUBSET"]
 RELIABLE_SUBSET = 100
 
 
-def _report(eps, method, n, s, tt, p, share, resample_size, b, note, locating=None):
+def _report(
+    eps, method, n, s, tt, p, share, resample_size, b, note, locating=None
+) -> PrivacyReport:
     s0, b0 = (s, b) if locating is None else locating
     return PrivacyReport(
         mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "

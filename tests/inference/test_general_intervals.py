@@ -357,6 +357,9 @@ def test_auto_uses_two_data_free_partitions_and_one_person_is_in_one_subset_of_e
     assert (d["locating_subsets"], d["n_subsets"]) == (67, estimate_subsets(n, eps, 67))
     sizes = sorted({len(g) for g in groups})
     assert sizes == [d["locating_subset_size"], d["subset_size"]] == [n // 67, n // 37]
+    assert d["locating_unused_rows"] == n - 67 * (n // 67) and d["unused_rows"] == n - 37 * (
+        n // 37
+    )
     for size, count in zip(sizes, (67, 37), strict=True):
         members = np.concatenate([sorted(g) for g in groups if len(g) == size])
         assert members.size == np.unique(members).size  # disjoint: one subset per person

@@ -38,6 +38,7 @@ def _report(
             "locating_subsets": s0,
             "locating_subset_size": b0,
             "unused_rows": n - s * b,
+            "locating_unused_rows": n - s0 * b0,
             "n_resamples": tt if method == "ensemble" else 0,
             "resample_size": resample_size if method == "ensemble" else 0,
             "coordinates": p,

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["reseed_global_states", "sealed", "silenced"]
+__all__ = ["child_generator", "reseed_global_states", "sealed", "silenced"]
 
 
 def _global_states() -> list:
@@ -70,6 +70,24 @@ def _restore(states: list) -> None:
             sys.modules["torch"].cuda.set_rng_state_all(state)
 
 
+def child_generator(rng: np.random.Generator) -> np.random.Generator:
+    """An independent child of ``rng`` (``Generator.spawn``, which leaves ``rng``'s own stream
+    as it was); for a generator without a spawnable seed sequence (one built on a legacy
+    ``RandomState``'s bit generator), a generator seeded by one draw of ``rng``.
+
+    >>> child = child_generator(np.random.default_rng(0))
+    >>> int(child.integers(100)) == int(child_generator(np.random.default_rng(0)).integers(100))
+    True
+    >>> legacy = np.random.Generator(np.random.RandomState(0)._bit_generator)
+    >>> isinstance(child_generator(legacy), np.random.Generator)
+    True
+    """
+    try:
+        return rng.spawn(1)[0]
+    except (TypeError, ValueError):  # a generator without a seed sequence
+        return np.random.default_rng(rng.integers(2**63))
+
+
 def reseed_global_states(rng: np.random.Generator) -> None:
     """Seed the global random states (``random``, ``np.random``, torch's when imported) from a
     child of ``rng``, leaving ``rng``'s own stream as it was (``Generator.spawn``).
@@ -89,11 +107,7 @@ def reseed_global_states(rng: np.random.Generator) -> None:
     >>> a == b
     True
     """
-    try:
-        child = rng.spawn(1)[0]
-    except (TypeError, ValueError):  # a generator without a seed sequence
-        child = np.random.default_rng(rng.integers(2**63))
-    seed = int(child.integers(2**63))
+    seed = int(child_generator(rng).integers(2**63))
     random.seed(seed)
     np.random.seed(seed % 2**32)  # noqa: NPY002
     torch = sys.modules.get("torch")

@@ -433,6 +433,21 @@ def wsd(rows, sample_weight):
     return out if np.ndim(sample_weight) == 2 else out[0]
 
 
+def test_a_generator_without_a_spawnable_seed_sequence_still_gets_two_partitions():
+    """The estimating partition's generator is a child of the release's generator; one built
+    on a legacy RandomState's bit generator cannot spawn, and still releases."""
+    legacy = np.random.Generator(np.random.RandomState(0)._bit_generator)
+    x = np.random.default_rng(1).uniform(size=5000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = dpuq.private_confidence_interval(
+            x, statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=1.0,
+            vectorized=True, n_resamples=5, random_state=legacy,
+        )  # fmt: skip
+    assert ci.privacy_report.details["n_subsets"] < ci.privacy_report.details["locating_subsets"]
+    assert ci.informative and ci.lower < 0.5 < ci.upper
+
+
 def test_larger_estimating_subsets_cover_a_skewed_sd_better_than_one_partition_of_200():
     """The SD of a lognormal(0, 1) sample (skewness 6), n = 5000, ε = 1. On 25-row subsets the
     jackknife leaves a bias of 1.3 standard errors; the estimating subsets of 50 rows

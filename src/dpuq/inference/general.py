@@ -148,6 +148,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dpuq._sealed import child_generator
 from dpuq._validation import check_epsilon, check_in_open_unit, check_work
 from dpuq.inference._data import SubsetRegimeWarning, UninformativeIntervalWarning
 from dpuq.inference._statistic_report import _finish, _report
@@ -445,7 +446,7 @@ def _private_statistic_interval(
         "use fewer resamples (n_resamples)",
     )
     # both partitions' generators are fixed before f is called (f never sees either)
-    rng_est = rng.spawn(1)[0] if s != s0 else rng
+    rng_est = child_generator(rng) if s != s0 else rng
     # unreleased; before the charge, so an interrupt charges nothing
     kw = {"vectorized": vectorized, "resample_size": resample_size}
     loc = subset_summaries(x, statistic, lo, hi, n_subsets=s0, n_resamples=tt_run,

@@ -189,7 +189,8 @@ def resolve_general_subsets(
 
     The estimate's noise against its standard error is about ``8/(ε sqrt(s))`` and each
     private median needs ``s ε_median`` of a few tens, so ``s`` grows as ε shrinks; subsets of
-    at least 20 rows keep the subset estimates' bias small. Data-independent.
+    at least ``min_rows`` rows (20: the subset estimates' bias stays small; 10 for the
+    locating subsets, which only find a scale and a location). Data-independent.
     """
     if isinstance(n_subsets, str):
         if n_subsets != "auto":

@@ -258,9 +258,7 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
     (``s`` values of ``b`` rows; the same subsets when ``s = s_0``)."""
     theta0, sd0, b0 = located
     s, s0 = theta.size, theta0.size
-    e_est = share * eps
-    e_pre = MEDIAN_SHARE["se"] * (eps - e_est)
-    e_count = eps - e_est - e_pre
+    e_est, e_pre, e_count = _coordinate_budget(eps, share)
     # 1. a preliminary scale: the private location of the subsets' bootstrap log spreads
     pre0 = math.exp(_em_value(np.log(sd0), _log_sd_grid(lo, hi), e_pre, rng,
                               half_width=LOG_SD_HALF_WIDTH / 2.0))  # fmt: skip
@@ -280,12 +278,12 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
     # 3. the spread between the subset estimates: counts within public radii of m
     counts, scales = [], []
     for radius, part in zip(SPREAD_RADII, SPREAD_SHARES, strict=True):
-        scales.append(lattice_laplace_scale(1.0, part * e_count))
+        scales.append(_count_scale(part, e_count))
         inside = np.count_nonzero(np.abs(theta - m) <= radius * pre)  # NaN: never inside
         counts.append(laplace_release(float(inside), scale=scales[-1], random_state=rng))
     use = 0 if counts[0] >= SPREAD_SWITCH * s else 1  # post-processing of the releases
     # a count that noise alone reaches with probability SPREAD_NOISE_BETA says nothing
-    noise_floor = _count_floor(use, e_count)
+    noise_floor = scales[use] * NOISE_FLOOR_FACTOR
     sd_b = None
     if counts[use] >= noise_floor:
         sd_b = _spread_from_count(counts[use], s, SPREAD_RADII[use] * pre)
@@ -329,11 +327,28 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
     return out
 
 
+def _coordinate_budget(eps: float, share: float) -> tuple[float, float, float]:
+    """``(ε_estimate, ε_scale, ε_counts)`` of one coordinate's ε: ``share`` for the location
+    and the mean, the rest halved between the preliminary scale and the spread's counts."""
+    e_est = share * eps
+    e_pre = MEDIAN_SHARE["se"] * (eps - e_est)
+    return e_est, e_pre, eps - e_est - e_pre
+
+
+#: A lattice-Laplace count's noise alone exceeds this many scales with probability
+#: :data:`SPREAD_NOISE_BETA`.
+NOISE_FLOOR_FACTOR = math.log(1.0 / (2.0 * SPREAD_NOISE_BETA))
+
+
+def _count_scale(part: float, e_count: float) -> float:
+    """The noise scale of a spread count given ``part`` of the counts' ε (sensitivity 1)."""
+    return lattice_laplace_scale(1.0, part * e_count)
+
+
 def _count_floor(which: int, e_count: float) -> float:
     """The level below which spread count ``which`` says nothing: its lattice-Laplace noise
     alone exceeds it with probability :data:`SPREAD_NOISE_BETA`. Public (ε only)."""
-    scale = lattice_laplace_scale(1.0, SPREAD_SHARES[which] * e_count)
-    return scale * math.log(1.0 / (2.0 * SPREAD_NOISE_BETA))
+    return _count_scale(SPREAD_SHARES[which], e_count) * NOISE_FLOOR_FACTOR
 
 
 def _trivial(lo: float, hi: float, why: str) -> dict:
@@ -408,24 +423,22 @@ def _private_statistic_interval(
     share = check_in_open_unit(estimate_share, "estimate_share")
     lo, hi, scalar = _check_statistic_bounds(statistic_bounds)
     n, _ = _rows(x)
-    two_levels = method == "ensemble" and isinstance(n_subsets, str)  # "auto": see step 1
-    e_c = eps / lo.size  # each coordinate's share
-    if two_levels:
+    p = lo.size
+    e_c = eps / p  # each coordinate's share
+    e_pre, e_count = _coordinate_budget(e_c, share)[1:]
+    if method == "ensemble" and isinstance(n_subsets, str):  # "auto": two partitions, step 1
         s0 = resolve_general_subsets(n_subsets, n, e_c, min_rows=MIN_LOCATING_SUBSET)
         # public: twice the first spread count's noise floor, so that the count can be read
-        e_count = (1.0 - share) * (1.0 - MEDIAN_SHARE["se"]) * e_c
         s = estimate_subsets(n, e_c, s0, at_least=math.ceil(2.0 * _count_floor(0, e_count)))
     else:
         s = s0 = resolve_general_subsets(n_subsets, n, e_c)
     tt = _resolve_resamples(n_resamples, DEFAULT_GENERAL_RESAMPLES)
     if method == "ensemble" and tt < 2:
         raise ValueError("n_resamples must be >= 2 for method='ensemble' (a standard deviation)")
-    p = lo.size
     if method == "ensemble":  # data-free: can the spread's location be trusted at all?
-        e_loc = (1.0 - share) * MEDIAN_SHARE["se"] * eps / p
-        bound = location_failure_bound(_log_sd_grid(0.0, 1.0).size, e_loc, s0)
+        bound = location_failure_bound(_log_sd_grid(0.0, 1.0).size, e_pre, s0)
     else:
-        bound = location_failure_bound(MAX_CANDIDATES, eps / (3 * p), s0)
+        bound = location_failure_bound(MAX_CANDIDATES, e_c / 3, s0)
     if bound > LOCATION_BETA:  # nothing is computed from the data: nothing is spent
         why = f"the spread's location may miss (bound {bound:.2g} > {LOCATION_BETA:g})"
         rows = [_trivial(lo[j], hi[j], why)
@@ -456,9 +469,9 @@ def _private_statistic_interval(
         summ = subset_summaries(x, statistic, lo, hi, n_subsets=s, n_resamples=0,
                                 jackknife_groups=groups(s), rng=rng_est, **kw)  # fmt: skip
     charge_cost(eps)
-    b, e_coord = summ.subset_size, eps / p
+    b = summ.subset_size
     rows = []
-    for j in range(p):  # coordinates (a handful): each gets eps / p
+    for j in range(p):  # coordinates (a handful): each gets e_c = eps / p
         if method == "ensemble":
             rows.append(
                 _ensemble_coordinate(
@@ -468,14 +481,14 @@ def _private_statistic_interval(
                     hi[j],
                     b,
                     a,
-                    e_coord,
+                    e_c,
                     share,
                     rng,
                 )
             )
         else:
             rows.append(_subsampling_coordinate(summ.theta[:, j], lo[j], hi[j], n, b, a,
-                                                e_coord, rng))  # fmt: skip
+                                                e_c, rng))  # fmt: skip
     rs = loc.subset_size if resample_size == "subset" else n
     report = _report(eps, method, n, s, tt, p, share, rs, b, None, (s0, loc.subset_size))
     return _finish(rows, statistic, name, method, a, scalar, report)

@@ -51,8 +51,9 @@ def _report(
                 f"subsets of b = {b} rows (< {RELIABLE_SUBSET}): the jackknife removes the "
                 "O(1/b) bias, but on heavy-tailed data the corrected estimates of a nonlinear "
                 "statistic at this size may keep a bias of about a standard error and coverage "
-                "may fall below nominal (docs/how-to/general_intervals.md); use more data or a "
-                "larger epsilon",
+                "may fall below nominal (docs/how-to/general_intervals.md); more data helps "
+                "slowly, and a larger epsilon does not help where a few extreme rows drive the "
+                "statistic",
             )
             if 0 < b < RELIABLE_SUBSET
             else ()

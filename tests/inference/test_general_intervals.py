@@ -35,6 +35,7 @@ from dpuq.inference.general import (
 )
 from dpuq.mechanisms.discrete_laplace import discrete_laplace_log_pmf, lattice_laplace_scale
 from dpuq.mechanisms.exponential import exponential_mechanism_log_probabilities
+from dpuq.mechanisms.laplace import laplace_scale
 from dpuq.privacy.ledger import BudgetExceededError, Ledger
 
 
@@ -122,6 +123,32 @@ def test_clamped_means_of_neighbours_move_by_at_most_2w_over_s():
     moves = [abs(np.clip(nb, m - w, m + w).mean() - ref) for nb in _neighbours(theta, (0, 1))]
     assert max(moves) <= 2 * w / theta.size + 1e-15
     assert max(moves) == pytest.approx(2 * w / theta.size)  # attained: the check can fail
+
+
+def test_the_tails_second_moment_moves_by_at_most_r2_over_s_with_its_scale(monkeypatch):
+    """Step 3c': the mean of ``min((θ_k - m)², R²)`` (no estimate: ``R²``) moves by at most
+    ``R²/s`` when one subset's estimate is replaced (by any value or by no estimate), and the
+    Laplace noise it gets has scale ``R²/(s ε)``: neighbouring laws differ by at most ε."""
+    from dpuq.inference import aggregation, general
+
+    released = []
+
+    def no_noise(value, scale, random_state):
+        released.append((value, scale))
+        return value
+
+    monkeypatch.setattr(aggregation, "laplace_release", no_noise)
+    theta = np.array([0.2, 0.25, 0.3, 0.31, 0.5, np.nan])
+    m, radius, eps = 0.3, 0.15, 0.4
+    rng = np.random.default_rng(0)
+    ref = general._tail_second_moment(theta, m, radius, eps, rng).value
+    moves = [abs(general._tail_second_moment(nb, m, radius, eps, rng).value - ref)
+             for nb in _neighbours(theta, (0.3, 0.31, 0.5, 9.0, np.nan))]  # fmt: skip
+    bound = radius**2 / theta.size
+    assert max(moves) <= bound + 1e-15
+    assert max(moves) == pytest.approx(bound)  # attained: the check can fail
+    # the scale laplace_scale gives for sensitivity R²/s at ε (the lattice's ε-DP scale)
+    assert all(scale == laplace_scale(bound, eps) for _, scale in released), released[:1]
 
 
 def _spread_count(theta, m, radius):

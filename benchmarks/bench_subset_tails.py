@@ -7,7 +7,7 @@ mean's window, ``κ`` of those spreads, clipped their tail. Step 3c' adds the ``
 second moment. This script runs the release's own coordinate step
 (``general._ensemble_coordinate``, the real mechanisms) on ``θ_k`` drawn from public laws
 with mean 0 and standard deviation 1, so that coverage of 0 and width can be read without
-any data set, with and without step 3c' (``TAIL_SHARE = 0``, the estimator before session 5).
+any data set, with and without step 3c' (``TAIL_SHARE = 0``, the estimator before it).
 These laws, not the validity zoo, chose ``TAIL_SHARE`` and ``TAIL_RADIUS``.
 
 The locating subsets (``s_0 = 200`` of half the rows) draw from the same law scaled by
@@ -87,10 +87,12 @@ def main() -> None:
     share = general.TAIL_SHARE
     for law in LAWS:
         row = []
-        for tail in (0.0, share):
-            general.TAIL_SHARE = tail
-            row.extend(run(law, args.subsets, args.epsilon, args.reps, args.seed))
-        general.TAIL_SHARE = share
+        try:
+            for tail in (0.0, share):
+                general.TAIL_SHARE = tail
+                row.extend(run(law, args.subsets, args.epsilon, args.reps, args.seed))
+        finally:
+            general.TAIL_SHARE = share
         print(f"| {law} | {row[0]:.3f} | {row[1]:.2f} | {row[2]:.3f} | {row[3]:.2f} |")
 
 

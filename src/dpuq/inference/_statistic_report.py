@@ -20,7 +20,8 @@ def _report(
     return PrivacyReport(
         mechanism=f"private interval for a user statistic ({method}: disjoint subsets, "
         + (
-            "the jackknife, the spread between subsets from two noisy counts, "
+            "the jackknife, the spread between subsets from two noisy counts and a noisy "
+            "clamped second moment, "
             if method == "ensemble"
             else ""
         )
@@ -28,7 +29,8 @@ def _report(
         epsilon=eps,
         relation=Relation.REPLACE_ONE,
         sensitivity="per coordinate: location utilities 1; spread counts 1 each; clamped means "
-        f"2 w/s (one person in one of s = {s} subsets"
+        "2 w/s; the tail's second moment in units of R = 5 sigma_b, 1/s "
+        f"(one person in one of s = {s} subsets"
         + (f" and one of the s_0 = {s0} locating subsets" if s0 != s else "")
         + "; f's output clamped to the public statistic_bounds)",
         details={

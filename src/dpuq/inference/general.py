@@ -61,23 +61,29 @@ with a subsample-and-aggregate point estimate.
    b. the location ``m``: the same choice among candidates ``u_0/2`` apart with windows
       ``± 1.5 u_0`` over the locating subsets' ``θ``
       (:func:`~dpuq.inference.aggregation.window_count_utilities`), at no more ε than the
-      data-free bound needs (:func:`location_epsilon`; the rest goes to step d);
+      data-free bound needs (:func:`location_epsilon`; the rest goes to steps c' and d,
+      one fifth and four fifths);
    c. the **spread between the (estimating) subset estimates**: the counts ``c_1, c_2`` of
       ``θ_k`` within ``r_1 = 2u`` and ``r_2 = 16u`` of ``m`` (2/3 and 1/3 of this step's ε),
       each plus exact
       Laplace noise; with ``c`` the first count, or the second where the first is below
       ``s/4``, the normal-equivalent spread of one subset's estimate is
       ``σ_b = r / Φ⁻¹((1 + c/s)/2)`` (:func:`_spread_from_count`);
-   c'. **a spread that sees the tail** (fourth wave, session 5): ``V``, the mean of
-      ``min((θ_k - m)², (5 σ_b)²)`` (no estimate: ``(5 σ_b)²``) plus exact Laplace noise, with
-      a fifth of step d's ε (:data:`TAIL_SHARE`); the spread used from here on is the larger
-      of ``σ_b`` and ``sqrt(V)``. A count measures the spread of the *core* of the ``θ_k``:
-      on skewed subset estimates (the SD of a heavy-tailed variable, a correlation driven by a
-      few extreme rows) most of their variance sits in a few subsets, and the count's
-      normal-equivalent spread was half their standard deviation (released standard errors
-      0.58-0.87 of the actual); the window of step d, ``κ`` of those spreads, then clipped
-      their tail, biasing the mean by 1-1.7 standard errors. A second moment sees the tail,
-      and its noise only ever widens (the larger of the two);
+   c'. **a spread that sees the tail**: with ``R = 5 σ_b`` (released), ``V``, the mean of
+      ``min(|θ_k - m|/R, 1)²`` (no estimate: 1) plus exact Laplace noise, with a fifth of
+      what the location leaves (:data:`TAIL_SHARE`; step d gets the other four fifths); the
+      spread used from here on is the larger of ``σ_b`` and ``R sqrt(V)``. A count measures
+      the spread of the *core* of the ``θ_k``: on skewed subset estimates (the SD of a
+      heavy-tailed variable, a correlation driven by a few extreme rows) most of their
+      variance sits in a few subsets, and the count's normal-equivalent spread was 0.58-0.87
+      of their standard deviation; the window of step d, ``κ`` of those spreads, then clipped
+      their tail, biasing the mean by 1-1.7 standard errors (NMES1988's and spam7's SD, zoo
+      samples). The second moment sees the tail. At ``s = 100``, ε = 1 its noise scale is
+      about 2.5 ``σ_b²``, larger than ``σ_b²`` itself: it widens many intervals by noise
+      alone (the larger of the two: conservative, never narrower), which costs a normal law
+      1.55 times its width (1.23 times at ``s = 64``, ε = 3;
+      ``benchmarks/bench_subset_tails.py``), and on skewed laws coverage still falls below
+      nominal as ε grows at a fixed subset size (the clamp at ``5 σ_b`` of the core);
    d. the estimate ``θ̃``: the mean of the ``θ_k`` clamped to ``m ± (κ σ_b + step)``,
       ``κ = 4``, ``step`` the candidates' spacing (``u_0/2``, or ``(hi - lo)/10000`` if larger),
       plus exact Laplace noise.
@@ -106,9 +112,9 @@ then move by at most 1 (exponential mechanism, sensitivity 1); each of the sprea
 moves by at most 1 (``m`` and ``u`` are released; exact Laplace of scale ``1/ε_c,i``, the
 two composing to ``ε_c``); a mean of ``s``
 values clamped to a window of half-width ``w`` fixed by earlier releases moves by at most
-``2w/s`` (exact Laplace ``2w/(s ε_d)``); the tail's mean of squared deviations clamped to
-``[0, R²]``, ``R = 5 σ_b`` released before, by at most ``R²/s`` (exact Laplace
-``R²/(s ε_c')``). Five releases per coordinate compose sequentially
+``2w/s`` (exact Laplace ``2w/(s ε_d)``); the tail's mean of squared deviations in units of
+``R = 5 σ_b`` (released before), each in ``[0, 1]``, by at most ``1/s`` (exact Laplace
+``1/(s ε_c')``). Five releases per coordinate compose sequentially
 (``ε_a + ε_b + ε_c + ε_c' + ε_d`` = the coordinate's ε; ``ε_b`` chosen from released values,
 ``ε_c'`` a fifth of what it leaves to the estimate);
 a vector ``f`` with ``p`` coordinates gives each coordinate ``ε/p`` (basic composition). All
@@ -221,12 +227,12 @@ MEDIAN_SHARE = {"estimate": 0.35, "se": 0.5}
 #: the mean (issue 33: a correlation on diamonds covered 0.70 at 3, 0.82 at 4).
 KAPPA = 4.0
 #: Share of the estimate's ε (after the location's) spent on the tail-sensitive spread
-#: (step 3'), and the radius, in count-based spreads, at which its squared deviations are
-#: clamped. Chosen on synthetic subset-estimate laws (normal, lognormal(0.5), lognormal(1),
-#: a 90/10 core-and-exponential-tail mixture; ``benchmarks/bench_subset_tails.py``), not on the
-#: validity zoo: with ``s = 100`` subsets at ε = 1 the skewed laws' coverage went from
-#: 0.70 to 0.85-0.87 for 1.5 times the normal law's width; a radius of 4 covered a little less,
-#: a share of 0.3 a little more for 6 % more width.
+#: (step 3c'), and the radius, in count-based spreads, at which its squared deviations are
+#: clamped. Chosen on synthetic subset-estimate laws (``benchmarks/bench_subset_tails.py``:
+#: normal, Student t3, lognormal(0.5), lognormal(1), a 90/10 core-and-exponential-tail
+#: mixture), not on the validity zoo: at ``s = 100`` subsets and ε = 1 the two skewed laws'
+#: coverage went from 0.80 / 0.78 to 0.89 / 0.87 (nominal 0.90), for 1.55 times the normal
+#: law's width (1.23 times at ``s = 64``, ε = 3).
 TAIL_SHARE = 0.2
 TAIL_RADIUS = 5.0
 #: Half-width of the locating window of the estimate, in units of ``sd_b``.
@@ -288,7 +294,7 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
     step = max(pre0 / 2.0, (hi - lo) / (MAX_CANDIDATES - 1))
     cand = lo + step * np.arange(math.floor((hi - lo) / step) + 1)
     cand = cand if cand[-1] >= hi else np.append(cand, hi)  # hi once, never twice
-    # the location's share: no more than the data-free bound needs (the rest goes to the mean)
+    # the location's share: no more than the data-free bound needs (the rest: steps c', d)
     e_med = min(MEDIAN_SHARE["estimate"] * e_est, location_epsilon(cand.size, s0))
     bound = location_failure_bound(cand.size, e_med, s0)
     if bound > LOCATION_BETA:  # a function of the released scale: the trivial answer, said so
@@ -316,10 +322,10 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
                         f"{max(SPREAD_FRACTION_MIN * s, noise_floor):.3g})")  # fmt: skip
     count_spread = sd_b
     # 3'. a spread that sees the tail: the subset estimates' mean squared deviation from m
-    e_tail, tail = TAIL_SHARE * (e_est - e_med), None
-    if e_tail > 0:  # (TAIL_SHARE = 0: the count's spread alone, as before session 5)
-        tail = _tail_second_moment(theta, m, TAIL_RADIUS * sd_b, e_tail, rng)
-        sd_b = max(sd_b, math.sqrt(max(tail.value, 0.0)))  # post-processing: the larger one
+    e_tail, tail, radius = TAIL_SHARE * (e_est - e_med), None, TAIL_RADIUS * sd_b
+    if e_tail > 0:  # (TAIL_SHARE = 0: the count's spread alone, the estimator before 3c')
+        tail = _tail_second_moment(theta, m, radius, e_tail, rng)
+        sd_b = max(sd_b, radius * math.sqrt(max(tail.value, 0.0)))  # post-processing
     # 4. the estimate: the subset estimates' mean clamped to a window around m
     w = KAPPA * sd_b + step
     filled = np.where(np.isnan(theta), m, theta)  # no estimate: the released location
@@ -337,8 +343,9 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
         "preliminary_scale": pre0,
         "estimating_scale": pre,
         "count_spread": count_spread,
-        "tail_second_moment": tail.value if tail else None,
-        "tail_noise_scale": tail.noise_scale if tail else None,
+        # the released mean squared deviation and its noise scale, in the statistic's units
+        "tail_second_moment": tail.value * radius**2 if tail else None,
+        "tail_noise_scale": tail.noise_scale * radius**2 if tail else None,
         "spread_counts": tuple(counts),
         "spread_count_noise_scales": tuple(scales),
         "released_median": m,
@@ -363,18 +370,17 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
 
 
 def _tail_second_moment(theta, m: float, radius: float, epsilon: float, rng):
-    """``mean_k min((θ_k - m)², radius²) + Laplace(radius²/(s ε))``: ε-DP (step 3').
+    """``mean_k min(|θ_k - m|/radius, 1)² + Laplace(1/(s ε))``: ε-DP (step 3c').
 
-    Each term lies in ``[0, radius²]`` (no estimate, NaN: ``radius²``, the farthest), and
-    ``m`` and ``radius`` are released before, so one subset replaced moves the mean by at most
-    ``radius²/s``: the Laplace mechanism with that sensitivity (through
-    :func:`~dpuq.inference.aggregation._private_clamped_mean`, whose window is
-    ``[0, radius²]``).
+    In units of ``radius`` (no overflow, no underflow, whatever the bounds): each term lies in
+    ``[0, 1]`` (no estimate, NaN: 1, the farthest), and ``m`` and ``radius`` are released
+    before, so one subset replaced moves the mean by at most ``1/s``: the Laplace mechanism
+    with that sensitivity (through :func:`~dpuq.inference.aggregation._private_clamped_mean`,
+    whose window is ``[0, 1]``). ``radius² × value`` estimates the mean squared deviation.
     """
-    r2 = radius * radius
-    dev2 = np.where(np.isnan(theta), r2, np.minimum((theta - m) ** 2, r2))
-    return _private_clamped_mean(dev2, epsilon=epsilon, half_width=r2 / 2.0, center=r2 / 2.0,
-                                 rng=rng)  # fmt: skip
+    ratio = np.minimum(np.abs(np.asarray(theta, dtype=float) - m) / radius, 1.0)
+    dev2 = np.where(np.isnan(ratio), 1.0, ratio * ratio)
+    return _private_clamped_mean(dev2, epsilon=epsilon, half_width=0.5, center=0.5, rng=rng)
 
 
 def _coordinate_budget(eps: float, share: float) -> tuple[float, float, float]:

@@ -321,7 +321,7 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
                         f"(released count {counts[use]:.3g} within the radius: below "
                         f"{max(SPREAD_FRACTION_MIN * s, noise_floor):.3g})")  # fmt: skip
     count_spread = sd_b
-    # 3'. a spread that sees the tail: the subset estimates' mean squared deviation from m
+    # 3c'. a spread that sees the tail: the subset estimates' mean squared deviation from m
     e_tail, tail, radius = TAIL_SHARE * (e_est - e_med), None, TAIL_RADIUS * sd_b
     if e_tail > 0:  # (TAIL_SHARE = 0: the count's spread alone, the estimator before 3c')
         tail = _tail_second_moment(theta, m, radius, e_tail, rng)
@@ -384,8 +384,9 @@ def _tail_second_moment(theta, m: float, radius: float, epsilon: float, rng):
 
 
 def _coordinate_budget(eps: float, share: float) -> tuple[float, float, float]:
-    """``(ε_estimate, ε_scale, ε_counts)`` of one coordinate's ε: ``share`` for the location
-    and the mean, the rest halved between the preliminary scale and the spread's counts."""
+    """``(ε_estimate, ε_scale, ε_counts)`` of one coordinate's ε: ``share`` for the location,
+    the tail's second moment and the mean (split in :func:`_ensemble_coordinate`), the rest
+    halved between the preliminary scale and the spread's counts."""
     e_est = share * eps
     e_pre = MEDIAN_SHARE["se"] * (eps - e_est)
     return e_est, e_pre, eps - e_est - e_pre

@@ -186,6 +186,29 @@ def test_the_spread_count_has_sensitivity_one_and_its_laws_differ_by_at_most_eps
     assert worst <= eps + 1e-9
 
 
+def test_a_first_count_below_its_noise_floor_hands_over_to_the_second(monkeypatch):
+    """A first spread count above ``SPREAD_SWITCH`` of ``s`` but below what its noise alone
+    reaches (30 of 100 estimates within ``2u``, floor about 39 at ε = 1) says too little; the
+    second count (all 100 within ``16u``) can be read. The release uses it and is informative
+    (before the fix it was the trivial interval: 18 % of NMES1988's SD samples, issue 33).
+    Noise-free counts and means; the exponential mechanisms are left as they are (their
+    utilities leave no doubt here)."""
+    from dpuq.inference import aggregation, general
+
+    monkeypatch.setattr(general, "laplace_release", lambda value, scale, random_state: value)
+    monkeypatch.setattr(aggregation, "laplace_release", lambda value, scale, random_state: value)
+    assert 0.25 * 100 < 30 < _count_floor(0, 0.15)  # the case the fix is about
+    theta0, sd0 = np.full(200, 0.5), np.full(200, 0.01)
+    theta = np.concatenate([np.full(30, 0.5), np.full(70, 0.55)])  # 5 sd0 out: in 16u only
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = general._ensemble_coordinate((theta0, sd0, 50), theta, 0.0, 1.0, 50, 0.1, 1.0,
+                                           ESTIMATE_SHARE, np.random.default_rng(3))  # fmt: skip
+    assert out.get("informative", True), out.get("reason")
+    assert out["spread_counts"] == (30.0, 100.0)
+    assert out["lower"] < 0.535 < out["upper"]  # the mean of the estimates
+
+
 def test_the_spread_from_a_count_inverts_the_normal_law_and_is_conservative_at_the_edges():
     rng = np.random.default_rng(5)
     theta = rng.normal(0.0, 2.0, size=200_000)

@@ -90,7 +90,8 @@ LOCATION_BETA = 0.05
 #: net where the bootstrap says almost nothing (a rare group: one row of it per subset).
 SPREAD_RADII = (2.0, 16.0)
 SPREAD_SHARES = (2.0 / 3.0, 1.0 / 3.0)
-#: Below this released fraction within the first radius, the second count is used.
+#: Below this released fraction within the first radius, or below the first count's noise
+#: floor (:data:`SPREAD_NOISE_BETA`), the second count is used.
 SPREAD_SWITCH = 0.25
 #: Released fractions within the radius above the cap say only that the spread is below
 #: ``radius / Φ⁻¹((1 + cap)/2)``; below ``SPREAD_FRACTION_MIN`` the release is trivial.

@@ -310,9 +310,13 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
         scales.append(_count_scale(part, e_count))
         inside = np.count_nonzero(np.abs(theta - m) <= radius * pre)  # NaN: never inside
         counts.append(laplace_release(float(inside), scale=scales[-1], random_state=rng))
-    use = 0 if counts[0] >= SPREAD_SWITCH * s else 1  # post-processing of the releases
-    # a count that noise alone reaches with probability SPREAD_NOISE_BETA says nothing
-    noise_floor = scales[use] * NOISE_FLOOR_FACTOR
+    # post-processing of the releases: the wider radius's count where the first says too
+    # little, i.e. is below SPREAD_SWITCH of s or below what its noise alone reaches with
+    # probability SPREAD_NOISE_BETA (before, a first count between the two made the release
+    # trivial although the second could be read: 18 % of NMES1988's SD samples, issue 33)
+    floors = [sc * NOISE_FLOOR_FACTOR for sc in scales]
+    use = 0 if counts[0] >= max(SPREAD_SWITCH * s, floors[0]) else 1
+    noise_floor = floors[use]
     sd_b = None
     if counts[use] >= noise_floor:
         sd_b = _spread_from_count(counts[use], s, SPREAD_RADII[use] * pre)

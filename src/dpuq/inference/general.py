@@ -67,7 +67,10 @@ with a subsample-and-aggregate point estimate.
       ``θ_k`` within ``r_1 = 2u`` and ``r_2 = 16u`` of ``m`` (2/3 and 1/3 of this step's ε),
       each plus exact
       Laplace noise; with ``c`` the first count, or the second where the first is below
-      ``s/4``, the normal-equivalent spread of one subset's estimate is
+      ``s/4`` or below what its noise alone reaches with probability
+      :data:`SPREAD_NOISE_BETA` (it says too little; before issue 33's sixth session such a
+      first count made the release trivial although the second could be read), the
+      normal-equivalent spread of one subset's estimate is
       ``σ_b = r / Φ⁻¹((1 + c/s)/2)`` (:func:`_spread_from_count`);
    c'. **a spread that sees the tail**: with ``R = 5 σ_b`` (released), ``V``, the mean of
       ``min(|θ_k - m|/R, 1)²`` (no estimate: 1) plus exact Laplace noise, with a fifth of

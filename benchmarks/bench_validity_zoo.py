@@ -21,6 +21,10 @@ Usage::
     python benchmarks/bench_validity_zoo.py --merge d.json ... --table ZOO.md
     # ZOO.md = docs/assets/general_intervals_zoo.md for the docs page
     python benchmarks/bench_validity_zoo.py --reps 200 --no-bias-correction   # negative control
+    python benchmarks/bench_validity_zoo.py --reps 100 --held-out   # tables never tuned on
+
+``--held-out`` runs the general path's statistics on ``validity_zoo.HELD_OUT``: tables kept
+out of every decision about the method, whose figures estimate coverage on unseen data.
 """
 
 from __future__ import annotations
@@ -116,15 +120,22 @@ def main() -> None:
     ap.add_argument("--populations", nargs="+", default=list(zoo.POPULATIONS))
     ap.add_argument("--statistics", nargs="+", default=list(zoo.STATISTICS))
     ap.add_argument("--no-bias-correction", action="store_true")
+    ap.add_argument(
+        "--held-out",
+        action="store_true",
+        help="the held-out tables (validity_zoo.HELD_OUT), the general path only",
+    )
     ap.add_argument("--jobs", type=int, default=1, help="cells run in this many processes")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--merge", nargs="+", type=Path)
     ap.add_argument("--table", type=Path)
     args = ap.parse_args()
+    if args.held_out:
+        args.populations, args.statistics = list(zoo.HELD_OUT), list(zoo.SMOOTH)
     if args.merge:
         rows = [r for p in args.merge for r in json.loads(p.read_text())]
         rows.sort(key=lambda r: (not r["bias_correction"] and r["statistic"] in zoo.SMOOTH,
-                                 zoo.POPULATIONS.index(r["population"]),
+                                 (*zoo.POPULATIONS, *zoo.HELD_OUT).index(r["population"]),
                                  zoo.STATISTICS.index(r["statistic"])))  # fmt: skip
     else:
         bc = not args.no_bias_correction

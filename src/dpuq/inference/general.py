@@ -156,6 +156,11 @@ mean, which pulls it towards ``m`` by their share times the distance from ``m`` 
 the others (small when ``m`` is near that mean), and the others' own bias at ``b`` rows may be
 large (prefer a penalised form; a continuity correction of small cells is itself a large
 bias at tens of rows). ``method="subsampling"`` takes them alternately at the two bounds.
+Outside the assumptions altogether: a statistic that one or two rows of the population
+drive (an OLS slope with one point of extreme leverage: that row's pull saturates inside the
+one or two subsets that hold it, so the mean of the subset estimates is the bulk's value; on
+the held-out table HMDA intervals covered 0.52). No ε-DP release can follow one or two rows;
+prefer a bounded-influence statistic (inputs clipped to public bounds, ranks).
 
 ``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the
 amplification by overlapping subsamples): three exponential-mechanism quantiles of the same

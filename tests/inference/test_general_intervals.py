@@ -190,14 +190,15 @@ def test_a_first_count_below_its_noise_floor_hands_over_to_the_second(monkeypatc
     """A first spread count above ``SPREAD_SWITCH`` of ``s`` but below what its noise alone
     reaches (30 of 100 estimates within ``2u``, floor about 39 at ε = 1) says too little; the
     second count (all 100 within ``16u``) can be read. The release uses it and is informative
-    (before the fix it was the trivial interval: 18 % of NMES1988's SD samples, issue 33).
+    (before the fix it was the trivial interval: 24 of NMES1988's 200 SD samples, issue 33).
     Noise-free counts and means; the exponential mechanisms are left as they are (their
     utilities leave no doubt here)."""
     from dpuq.inference import aggregation, general
 
     monkeypatch.setattr(general, "laplace_release", lambda value, scale, random_state: value)
     monkeypatch.setattr(aggregation, "laplace_release", lambda value, scale, random_state: value)
-    assert 0.25 * 100 < 30 < _count_floor(0, 0.15)  # the case the fix is about
+    e_count = general._coordinate_budget(1.0, ESTIMATE_SHARE)[2]
+    assert 0.25 * 100 < 30 < _count_floor(0, e_count)  # the case the fix is about
     theta0, sd0 = np.full(200, 0.5), np.full(200, 0.01)
     theta = np.concatenate([np.full(30, 0.5), np.full(70, 0.55)])  # 5 sd0 out: in 16u only
     with warnings.catch_warnings():

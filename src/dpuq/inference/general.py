@@ -321,7 +321,7 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
     # post-processing of the releases: the wider radius's count where the first says too
     # little, i.e. is below SPREAD_SWITCH of s or below what its noise alone reaches with
     # probability SPREAD_NOISE_BETA (before, a first count between the two made the release
-    # trivial although the second could be read: 18 % of NMES1988's SD samples, issue 33)
+    # trivial although the second could be read: 24 of NMES1988's 200 SD samples, issue 33)
     floors = [sc * NOISE_FLOOR_FACTOR for sc in scales]
     use = 0 if counts[0] >= max(SPREAD_SWITCH * s, floors[0]) else 1
     noise_floor = floors[use]

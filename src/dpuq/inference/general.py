@@ -322,7 +322,7 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
     # little, i.e. is below SPREAD_SWITCH of s or below what its noise alone reaches with
     # probability SPREAD_NOISE_BETA (before, a first count between the two made the release
     # trivial although the second could be read: 24 of NMES1988's 200 SD samples, issue 33)
-    floors = [sc * NOISE_FLOOR_FACTOR for sc in scales]
+    floors = [_count_floor(i, e_count) for i in range(len(SPREAD_RADII))]
     use = 0 if counts[0] >= max(SPREAD_SWITCH * s, floors[0]) else 1
     noise_floor = floors[use]
     sd_b = None

@@ -10,6 +10,8 @@ import warnings
 #: Sub-command modules under ``dpuq.commands``; each defines ``register(subparsers)``.
 COMMANDS = [
     "demo",
+    "train",
+    "outputs",
     "calibrate",
     "predict",
     "interval",

@@ -317,6 +317,8 @@ class Ledger(LedgerFile):
     ) -> Iterator[Receipt]:
         """Reserve (committed on entry), run the block, record ``released`` or ``failed``.
 
+        Examples
+        --------
         >>> import os, tempfile
         >>> ledger = Ledger(os.path.join(tempfile.mkdtemp(), "l.sqlite"))
         >>> _ = ledger.create_budget("d", epsilon=1.0)

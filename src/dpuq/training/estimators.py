@@ -191,7 +191,8 @@ class DPRegressor(RegressorMixin, _DPEstimator):
     As :class:`DPClassifier`, with a network of one output trained on the squared error
     (``"auto"`` on tabular data: least squares on the scaled features), the late iterates'
     weights averaged. ``target_bounds=(low, high)`` (public) clips ``y`` to them and trains on
-    ``y`` mapped to [-1, 1], predictions mapped back; None: ``y`` as given.
+    ``y`` mapped to [-1, 1], predictions mapped back and clipped to them; None: ``y`` as
+    given.
 
     Examples
     --------
@@ -252,9 +253,14 @@ class DPRegressor(RegressorMixin, _DPEstimator):
         return self._fit(X, t, 1, ledger, dataset, (note,))
 
     def predict(self, X) -> np.ndarray:
-        """Predicted targets, shape (n,)."""
+        """Predicted targets, shape (n,); within the declared ``target_bounds`` if any.
+
+        With ``target_bounds`` the network's output is mapped back from [-1, 1] and clipped
+        to the bounds: every target lies in them, so clipping never moves a prediction away
+        from any of them (post-processing, no privacy cost).
+        """
         out = self._outputs(X)[:, 0]
         if self.target_bounds_ is None:
             return out
         lo, hi = float(self.target_bounds_[0][0]), float(self.target_bounds_[1][0])
-        return lo + (out + 1.0) * (hi - lo) / 2.0
+        return np.clip(lo + (out + 1.0) * (hi - lo) / 2.0, lo, hi)

@@ -25,16 +25,15 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
 
 import validity_zoo as zoo
+from dpuq.inference import statistics
 
 #: The public range both ratios are clipped to.
 RATIO_RANGE = (0.0, 1.0)
 
 
-def clipped_slope(rows, sample_weight):
-    """The zoo's OLS slope of column 2 on column 1, both clipped to :data:`RATIO_RANGE`."""
-    clipped = np.array(rows, dtype=float)
-    clipped[:, 1:3] = np.clip(clipped[:, 1:3], *RATIO_RANGE)
-    return zoo.ols_slope(clipped, sample_weight)
+#: The library's OLS slope of column 2 on column 1 with both clipped to :data:`RATIO_RANGE`
+#: (``dpuq.inference.statistics.ols_slope``'s bounded-influence form).
+clipped_slope = statistics.ols_slope(1, 2, x_bounds=RATIO_RANGE, y_bounds=RATIO_RANGE)
 
 
 def main() -> None:

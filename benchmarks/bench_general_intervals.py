@@ -25,57 +25,16 @@ from scipy import stats
 from scipy.special import expit
 
 import dpuq
+from dpuq.inference import statistics
 
 ALPHA = 0.1
 EPSILONS = (0.5, 1.0, 3.0)
 
 
-# --- vectorised statistics: f(rows, W) with W of shape (b,) or (T, b) ----------------------------
-
-
-def _rows_of(w):
-    return np.atleast_2d(np.asarray(w, dtype=float))
-
-
-def ols_slope(rows, sample_weight):
-    w = _rows_of(sample_weight)
-    x, y = rows[:, 0], rows[:, 1]
-    sw = w.sum(axis=1, keepdims=True)
-    mx, my = (w @ x)[:, None] / sw, (w @ y)[:, None] / sw
-    out = (w * (x - mx) * (y - my)).sum(axis=1) / (w * (x - mx) ** 2).sum(axis=1)
-    return out if np.ndim(sample_weight) == 2 else out[0]
-
-
-def logit_slope(rows, sample_weight, iterations=12):
-    """Unpenalised weighted logistic regression (Newton), the log odds ratio of column 0."""
-    w = _rows_of(sample_weight)
-    x, y = rows[:, 0], rows[:, 1]
-    design = np.column_stack([np.ones_like(x), x])
-    beta = np.zeros((w.shape[0], 2))
-    outer = (design[:, :, None] * design[:, None, :]).reshape(-1, 4)
-    with np.errstate(all="ignore"):
-        for _ in range(iterations):
-            p = expit(beta @ design.T)
-            grad = (w * (y - p)) @ design
-            hess = ((w * p * (1 - p)) @ outer).reshape(-1, 2, 2)
-            hess[:, [0, 1], [0, 1]] += 1e-9
-            beta = beta + np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
-    out = beta[:, 1]
-    return out if np.ndim(sample_weight) == 2 else out[0]
-
-
-def auc(rows, sample_weight):
-    """Weighted AUC of the marker (column 0) for the label (column 1): P(marker+ > marker-)."""
-    w = _rows_of(sample_weight)
-    order = np.argsort(rows[:, 0], kind="stable")
-    pos = rows[order, 1] > 0.5
-    ws = w[:, order]
-    neg_below = np.cumsum(np.where(pos, 0.0, ws), axis=1)
-    num = (np.where(pos, ws, 0.0) * neg_below).sum(axis=1)
-    out = num / (ws[:, pos].sum(axis=1) * ws[:, ~pos].sum(axis=1))
-    return out if np.ndim(sample_weight) == 2 else out[0]
-
-
+# --- the statistics: the library's (dpuq.inference.statistics), columns 0 and 1 ---------------
+ols_slope = statistics.ols_slope(0, 1)
+logit_slope = statistics.logistic_slope(0, 1)  # the log odds ratio of column 0
+auc = statistics.auc(0, 1)
 P90 = dpuq.weighted_quantile(0.9)
 
 

@@ -29,9 +29,9 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
 
 import dpuq
+from dpuq.inference import statistics
 
 ALPHA = 0.1
 POPULATIONS = (
@@ -157,78 +157,28 @@ def save_populations(path) -> None:
 
 
 # --------------------------------------------------------------------------- statistics
+# the zoo's statistics are the library's (dpuq.inference.statistics), on the five columns
+# u = 0, x = 1, y = 2, z = 3, e = 4: what users call is what the zoo measures
+sd = statistics.standard_deviation(0)
+correlation = statistics.correlation(1, 2)
+ratio_of_means = statistics.ratio_of_means(numerator=2, denominator=1)
+ols_slope = statistics.ols_slope(1, 2)
+log_odds_ratio = statistics.log_odds_ratio(outcome=3, exposure=4)
+auc = statistics.auc(score=1, label=3)
+difference_of_means = statistics.difference_of_means(y=2, group=4)
+
+
+def logistic_slope(center: float, scale: float):
+    """Unpenalised weighted logistic regression of ``z`` on ``(x - center)/scale`` (Newton)."""
+    return statistics.logistic_slope(1, 3, center=center, scale=scale)
+
+
 def _w(sample_weight) -> np.ndarray:
     return np.atleast_2d(np.asarray(sample_weight, dtype=float))
 
 
 def _out(values, sample_weight):
     return values if np.ndim(sample_weight) == 2 else values[0]
-
-
-def _wmean(w, v):
-    return (w @ v) / w.sum(axis=1)
-
-
-def sd(rows, sample_weight):
-    """Weighted standard deviation of ``u`` (plug-in, ``ddof=0``: what ``np.std`` gives)."""
-    w, u = _w(sample_weight), rows[:, 0]
-    m = _wmean(w, u)[:, None]
-    return _out(np.sqrt((w * (u - m) ** 2).sum(axis=1) / w.sum(axis=1)), sample_weight)
-
-
-def correlation(rows, sample_weight):
-    w, x, y = _w(sample_weight), rows[:, 1], rows[:, 2]
-    dx, dy = x - _wmean(w, x)[:, None], y - _wmean(w, y)[:, None]
-    with np.errstate(all="ignore"):
-        r = (w * dx * dy).sum(axis=1) / np.sqrt((w * dx**2).sum(axis=1) * (w * dy**2).sum(axis=1))
-    return _out(r, sample_weight)
-
-
-def ratio_of_means(rows, sample_weight):
-    w = _w(sample_weight)
-    with np.errstate(all="ignore"):
-        return _out(_wmean(w, rows[:, 2]) / _wmean(w, rows[:, 1]), sample_weight)
-
-
-def ols_slope(rows, sample_weight):
-    w, x, y = _w(sample_weight), rows[:, 1], rows[:, 2]
-    dx = x - _wmean(w, x)[:, None]
-    with np.errstate(all="ignore"):
-        return _out((w * dx * y).sum(axis=1) / (w * dx**2).sum(axis=1), sample_weight)
-
-
-def logistic_slope(center: float, scale: float, iterations: int = 25):
-    """Unpenalised weighted logistic regression of ``z`` on ``(x - center)/scale`` (Newton)."""
-
-    def logistic_slope(rows, sample_weight):
-        w = _w(sample_weight)
-        x, z = (rows[:, 1] - center) / scale, rows[:, 3]
-        design = np.column_stack([np.ones_like(x), x])
-        outer = (design[:, :, None] * design[:, None, :]).reshape(-1, 4)
-        beta = np.zeros((w.shape[0], 2))
-        with np.errstate(all="ignore"):
-            for _ in range(iterations):
-                p = expit(beta @ design.T)
-                grad = (w * (z - p)) @ design
-                hess = ((w * p * (1 - p)) @ outer).reshape(-1, 2, 2)
-                hess[:, [0, 1], [0, 1]] += 1e-9
-                step = np.clip(np.linalg.solve(hess, grad[:, :, None])[:, :, 0], -5.0, 5.0)
-                beta = beta + step
-                if not np.any(np.abs(step) > 1e-10):  # converged (or NaN) in every row
-                    break
-        return _out(beta[:, 1], sample_weight)
-
-    return logistic_slope
-
-
-def log_odds_ratio(rows, sample_weight):
-    """2×2 log odds ratio of ``z`` and ``e`` (weighted counts, no continuity correction: the
-    population value is the plain log odds ratio). A subset with an empty cell has no
-    estimate (an infinite value)."""
-    w, z, e = _w(sample_weight), rows[:, 3] > 0.5, rows[:, 4] > 0.5
-    a, b, c, d = (w @ ((z == zz) & (e == ee)) for zz in (True, False) for ee in (True, False))
-    with np.errstate(all="ignore"):
-        return _out(np.log(a) + np.log(d) - np.log(b) - np.log(c), sample_weight)
 
 
 def log_odds_ratio_haldane(rows, sample_weight):
@@ -242,31 +192,6 @@ def log_odds_ratio_haldane(rows, sample_weight):
                   for ee in (True, False))  # fmt: skip
     with np.errstate(all="ignore"):
         return _out(np.log(a) + np.log(d) - np.log(b) - np.log(c), sample_weight)
-
-
-def auc(rows, sample_weight):
-    """Weighted AUC of ``x`` for ``z`` (ties count one half)."""
-    w = _w(sample_weight)
-    order = np.argsort(rows[:, 1], kind="stable")
-    x, pos = rows[order, 1], rows[order, 3] > 0.5
-    ws = w[:, order]
-    wn = np.where(pos, 0.0, ws)
-    _, start, counts = np.unique(x, return_index=True, return_counts=True)
-    cum = np.cumsum(wn, axis=1)
-    below = np.concatenate([np.zeros((w.shape[0], 1)), cum], axis=1)[:, start]  # before group
-    tie = np.add.reduceat(wn, start, axis=1)
-    group = np.repeat(np.arange(start.size), counts)
-    neg_credit = below[:, group] + tie[:, group] / 2.0
-    num = (np.where(pos, ws, 0.0) * neg_credit).sum(axis=1)
-    with np.errstate(all="ignore"):
-        return _out(num / (ws[:, pos].sum(axis=1) * wn.sum(axis=1)), sample_weight)
-
-
-def difference_of_means(rows, sample_weight):
-    w, y, e = _w(sample_weight), rows[:, 2], rows[:, 4] > 0.5
-    with np.errstate(all="ignore"):
-        d = (w[:, e] @ y[e]) / w[:, e].sum(axis=1) - (w[:, ~e] @ y[~e]) / w[:, ~e].sum(axis=1)
-    return _out(d, sample_weight)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ Privacy-critical pieces: :mod:`dpuq.inference.estimates` (private point estimate
 per-subset quantities or post-processes releases.
 """
 
+from dpuq.inference import statistics
 from dpuq.inference._data import (
     ClippingWarning,
     SubsetRegimeWarning,
@@ -63,6 +64,7 @@ __all__ = [
     "private_trimmed_mean",
     "private_variance",
     "project_monotone",
+    "statistics",
     "subset_bootstrap_cdfs",
     "tree_error_bound",
     "weighted_quantile",

@@ -27,7 +27,8 @@ import numpy as np
 from scipy.special import ndtri
 
 from dpuq._sealed import silenced
-from dpuq._validation import check_in_open_unit, check_work
+from dpuq._validation import check_work
+from dpuq.inference.statistics import weighted_quantile
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
@@ -405,48 +406,3 @@ def subset_summaries(
     else:
         sd = np.broadcast_to(floor, (s, p))
     return SubsetSummaries(theta, sd, n, b, tt)
-
-
-def weighted_quantile(q: float) -> Callable:
-    """A vectorised ``f(rows, W)``: the ``q`` quantile of the first column under weights ``W``.
-
-    Hazen's rule with weights: a row of weight ``w_i`` sits at cumulative probability
-    ``(W_<i + w_i/2)/W_total`` and the quantile interpolates linearly between the rows
-    with positive weight on either side of ``q`` (the end rows below the first and above the
-    last). Its bias is far below the inverse CDF's ``O(1/b)`` on small subsets. ``W`` is
-    ``(b,)`` or ``(T, b)``.
-
-    Examples
-    --------
-    >>> f = weighted_quantile(0.5)
-    >>> float(f(np.array([3.0, 1.0, 2.0]), np.ones(3)))
-    2.0
-    >>> f(np.array([3.0, 1.0, 2.0]), np.array([[1, 0, 0], [0, 5, 1]])).round(4).tolist()
-    [3.0, 1.1667]
-    """
-    q = check_in_open_unit(q, "quantile")
-
-    def f(rows, sample_weight):
-        v = np.asarray(rows, dtype=float)
-        v = v[:, 0] if v.ndim == 2 else v
-        order = np.argsort(v, kind="stable")
-        v = v[order]
-        w = np.atleast_2d(np.asarray(sample_weight, dtype=float))[:, order]
-        cum = np.cumsum(w, axis=1)
-        pos = (cum - w / 2.0) / cum[:, -1:]
-        idx = np.arange(v.size)
-        live = w > 0
-        below = np.where(live & (pos <= q), idx, -1).max(axis=1)
-        above = np.where(live & (pos > q), idx, v.size).min(axis=1)
-        lo_i, hi_i = np.maximum(below, 0), np.minimum(above, v.size - 1)
-        rows_t = np.arange(w.shape[0])
-        p_lo, p_hi = pos[rows_t, lo_i], pos[rows_t, hi_i]
-        frac = np.where(p_hi > p_lo, (q - p_lo) / np.where(p_hi > p_lo, p_hi - p_lo, 1.0), 0.0)
-        out = np.where(
-            below < 0,
-            v[hi_i],
-            np.where(above >= v.size, v[lo_i], v[lo_i] + frac * (v[hi_i] - v[lo_i])),
-        )
-        return out if np.ndim(sample_weight) == 2 else out[0]
-
-    return f

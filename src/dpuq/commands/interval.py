@@ -18,6 +18,21 @@ from dpuq.commands._args import (
 INTERVAL_FORMAT = "dpuq-interval"
 INTERVAL_FORMAT_VERSION = 1
 STATISTICS = ("mean", "median", "trimmed-mean", "quantile")
+#: The general path's ready-made statistics (dpuq.inference.statistics): name -> the
+#: factory's name and the roles of its columns (--column for one, --columns for two).
+GENERAL = {
+    "sd": ("standard_deviation", ("value",)),
+    "variance": ("variance", ("value",)),
+    "correlation": ("correlation", ("x", "y")),
+    "ratio-of-means": ("ratio_of_means", ("numerator", "denominator")),
+    "ols-slope": ("ols_slope", ("x", "y")),
+    "logistic-slope": ("logistic_slope", ("x", "z")),
+    "log-odds-ratio": ("log_odds_ratio", ("outcome", "exposure")),
+    "auc": ("auc", ("score", "label")),
+    "difference-of-means": ("difference_of_means", ("y", "group")),
+}
+#: Columns that must hold 0/1 (the second role of these statistics).
+BINARY_ROLES = ("z", "outcome", "exposure", "label", "group")
 
 HELP = "release an epsilon-DP confidence interval for a statistic of one column"
 
@@ -34,10 +49,20 @@ Coverage is asymptotic for the mean and trimmed mean (the bootstrap's,
 docs/how-to/private_bootstrap.md) and exact for the median and a quantile (two private
 order statistics: at least 1 - alpha in finite samples for any distribution, ties included,
 docs/how-to/general_intervals.md).
-Estimators other than these four are in Python:
+
+Other statistics (the general path, docs/how-to/general_intervals.md; coverage asymptotic,
+measured on 16 real tables): sd, variance (--column), correlation, ratio-of-means,
+ols-slope, logistic-slope, log-odds-ratio, auc, difference-of-means (--columns A B, in
+the order the statistic names them: x y, numerator denominator, x z, outcome exposure,
+score label, y group; the second of the last four must be 0/1). They need
+--statistic-bounds LO HI, a public range of the statistic itself (an AUC: 0 1; a slope: a
+clinically possible range), not --bounds; logistic-slope takes a public --center and
+--scale of x, ols-slope optional public --x-bounds/--y-bounds (bounded influence: the
+columns are clipped to them). Any other estimator: in Python,
 dpuq.private_confidence_interval(rows, statistic=f, statistic_bounds=(lo, hi), ...).
 
-Files: .npy, .csv/.tsv/.txt (optional header line; --column NAME needs one) or .parquet.
+Files: .npy, .csv/.tsv/.txt (optional header line; --column NAME needs one) or .parquet;
+--column/--columns take header names, or 0-based indices.
 """
 
 EPILOG = """\
@@ -46,6 +71,10 @@ examples:
       --alpha 0.05 --epsilon 1 -o los_mean.json
   dpuq interval --data labs.parquet --column crp --statistic quantile --quantile 0.9 \\
       --bounds 0 500 --alpha 0.1 --epsilon 1 --dataset icu-2024 -o crp_p90.json
+  dpuq interval --data cohort.csv --statistic ols-slope --columns age sbp \
+      --statistic-bounds -5 5 --alpha 0.1 --epsilon 1 -o sbp_per_year.json
+  dpuq interval --data cohort.csv --statistic auc --columns crp sepsis \
+      --statistic-bounds 0 1 --alpha 0.1 --epsilon 1 -o crp_auc.json
 """
 
 
@@ -56,10 +85,18 @@ def register(subparsers) -> None:
     inputs.add_argument(
         "--column",
         metavar="NAME",
-        help="the column of a .parquet or headed .csv file (default: the file's only column)",
+        help="the column (a header name or a 0-based index; default: the file's only column)",
+    )
+    inputs.add_argument(
+        "--columns",
+        nargs=2,
+        metavar=("A", "B"),
+        help="the two columns of a two-column statistic (names or 0-based indices)",
     )
     release = p.add_argument_group("release")
-    release.add_argument("--statistic", choices=STATISTICS, required=True, help="the statistic")
+    release.add_argument(
+        "--statistic", choices=[*STATISTICS, *GENERAL], required=True, help="the statistic"
+    )
     release.add_argument(
         "--quantile",
         type=float_arg,
@@ -77,9 +114,18 @@ def register(subparsers) -> None:
         type=float_arg,
         nargs=2,
         metavar=("LO", "HI"),
-        required=True,
-        help="public range of the values (never computed from the data)",
+        help="public range of the values, for mean, median, trimmed-mean and quantile "
+        "(never computed from the data)",
     )
+    general = p.add_argument_group("other statistics (the general path)")
+    for flag, what in (
+        ("--statistic-bounds", "public range of the statistic itself (required for these)"),
+        ("--x-bounds", "ols-slope: public range x is clipped to (bounded influence)"),
+        ("--y-bounds", "ols-slope: public range y is clipped to (bounded influence)"),
+    ):
+        general.add_argument(flag, type=float_arg, nargs=2, metavar=("LO", "HI"), help=what)
+    general.add_argument("--center", type=float_arg, help="logistic-slope: public centre of x")
+    general.add_argument("--scale", type=float_arg, help="logistic-slope: public scale of x")
     release.add_argument(
         "--alpha", type=float_arg, required=True, help="miscoverage in (0, 1): coverage 1 - alpha"
     )
@@ -103,9 +149,16 @@ def read_column(path, column: str | None, name: str = "--data"):
     label = f"{name} {str(path)!r}"
     if column is None:
         return read_vector(path, name).astype(float)
+    if column.isdigit():  # a 0-based index, in any format (a header line is skipped)
+        from dpuq.io import read_matrix
+
+        table = read_matrix(path, name)
+        if int(column) >= table.shape[1]:
+            raise ValueError(f"column index {column}: {label} has {table.shape[1]} column(s)")
+        return table[:, int(column)]
     suffix = check_read_suffix(p, label)
     if suffix == ".npy":
-        raise ValueError(f"--column applies to .parquet and headed .csv files, not {suffix}")
+        raise ValueError(f"a .npy file's columns are 0-based indices, not names ({column!r})")
     if suffix == ".parquet":
         try:
             import pyarrow.parquet as pq
@@ -143,25 +196,32 @@ def read_column(path, column: str | None, name: str = "--data"):
     return arr
 
 
-def run(args: argparse.Namespace) -> int:
+def _ordered(values, flag: str) -> tuple[float, float]:
+    from dpuq.inference._data import check_bounds
+
+    if not values[0] < values[1]:
+        raise ValueError(f"{flag} must satisfy LO < HI, got {values[0]:g} {values[1]:g}")
+    return check_bounds(tuple(values))
+
+
+GENERAL_ONLY = ("columns", "statistic_bounds", "x_bounds", "y_bounds", "center", "scale")
+
+
+def _data_statistic(args):
+    """Mean, median, trimmed mean, quantile of one column: ``(data, kw, record fields)``."""
     import numpy as np
 
-    from dpuq._validation import check_epsilon, check_in_open_unit
-    from dpuq.inference._data import check_bounds
-    from dpuq.inference.intervals import private_confidence_interval
-    from dpuq.io import check_output_path
+    from dpuq._validation import check_in_open_unit
 
-    # every setting, then the data, are checked before the charge: a refused setting is free
-    out = check_output_path(args.output, "-o", (".json",), force=args.force)
-    alpha = check_in_open_unit(args.alpha, "--alpha")
-    epsilon = check_epsilon(args.epsilon, "--epsilon")
-    if not args.bounds[0] < args.bounds[1]:
-        raise ValueError(
-            f"--bounds must satisfy LO < HI, got {args.bounds[0]:g} {args.bounds[1]:g}"
-        )
-    bounds = check_bounds(tuple(args.bounds))
+    for name in GENERAL_ONLY:
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} applies to the other statistics only")
+    if args.bounds is None:
+        raise ValueError(f"--bounds LO HI (the values' public range) is required with "
+                         f"--statistic {args.statistic}")  # fmt: skip
+    bounds = _ordered(args.bounds, "--bounds")
     statistic = args.statistic.replace("-", "_")
-    kw: dict = {"statistic": statistic}
+    kw: dict = {"statistic": statistic, "bounds": bounds}
     if statistic == "quantile":
         if args.quantile is None:
             raise ValueError("--quantile Q is required with --statistic quantile")
@@ -178,35 +238,90 @@ def run(args: argparse.Namespace) -> int:
             f"--data: values lie outside --bounds [{bounds[0]:g}, {bounds[1]:g}]; widen the "
             "public bounds"
         )
-    if data.size < 4:
+    return data, kw, {"column": args.column, "bounds": list(bounds)}
+
+
+def _general_statistic(args):
+    """A ready-made statistic of :mod:`dpuq.inference.statistics` on one or two columns."""
+    import numpy as np
+
+    from dpuq.inference import statistics
+
+    factory, roles = GENERAL[args.statistic]
+    stat = args.statistic
+    if args.bounds is not None:
+        raise ValueError("--bounds is the values' range for mean, median, trimmed-mean and "
+                         f"quantile; --statistic {stat} takes --statistic-bounds")  # fmt: skip
+    if args.quantile is not None:
+        raise ValueError("--quantile applies to --statistic quantile only")
+    if args.statistic_bounds is None:
+        raise ValueError(f"--statistic-bounds LO HI (a public range of the {stat}) is required "
+                         f"with --statistic {stat}")  # fmt: skip
+    statistic_bounds = _ordered(args.statistic_bounds, "--statistic-bounds")
+    if len(roles) == 1:
+        if args.columns is not None:
+            raise ValueError(f"--statistic {stat} takes one column: --column NAME, not --columns")
+        columns = [args.column]
+    else:
+        if args.column is not None or args.columns is None:
+            raise ValueError(f"--statistic {stat} takes two columns: --columns "
+                             f"{' '.join(r.upper() for r in roles)}")  # fmt: skip
+        columns = list(args.columns)
+    kw: dict = {}
+    if (args.center is None) != (args.scale is None) or (
+        args.center is not None and stat != "logistic-slope"
+    ):
+        raise ValueError("--center and --scale go together, with --statistic logistic-slope")
+    if stat == "logistic-slope":
+        if args.center is None:
+            raise ValueError("--statistic logistic-slope needs a public --center and --scale "
+                             "of x (domain knowledge, never the data's mean and SD)")  # fmt: skip
+        kw = {"center": args.center, "scale": args.scale}
+    for flag in ("x_bounds", "y_bounds"):
+        if getattr(args, flag) is not None:
+            if stat != "ols-slope":
+                raise ValueError(f"--{flag.replace('_', '-')} applies to --statistic ols-slope")
+            kw[flag] = _ordered(getattr(args, flag), f"--{flag.replace('_', '-')}")
+    f = getattr(statistics, factory)(*range(len(roles)), **kw)
+    f.__name__ = stat  # the released interval's name
+    rows = np.column_stack([read_column(args.data, c) for c in columns])
+    for j, role in enumerate(roles):
+        if role in BINARY_ROLES and not np.all((rows[:, j] == 0) | (rows[:, j] == 1)):
+            raise ValueError(f"--columns: the {role} column of --statistic {stat} must hold "
+                             "0 and 1 only")  # fmt: skip
+    kw = {"statistic": f, "statistic_bounds": statistic_bounds, "vectorized": True}
+    fields = {"column" if len(roles) == 1 else "columns": columns[0] if len(roles) == 1 else
+              columns, "statistic_bounds": list(statistic_bounds)}  # fmt: skip
+    return rows, kw, fields
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpuq._validation import check_epsilon, check_in_open_unit
+    from dpuq.inference.intervals import private_confidence_interval
+    from dpuq.io import check_output_path
+
+    # every setting, then the data, are checked before the charge: a refused setting is free
+    out = check_output_path(args.output, "-o", (".json",), force=args.force)
+    alpha = check_in_open_unit(args.alpha, "--alpha")
+    epsilon = check_epsilon(args.epsilon, "--epsilon")
+    general = args.statistic in GENERAL
+    data, kw, fields = (_general_statistic if general else _data_statistic)(args)
+    if data.shape[0] < 4:
         raise ValueError("--data needs at least 4 values for an interval")
-    what = f"dpuq interval ({args.statistic}, column {args.column or '-'})"
-    settings = {
-        "alpha": alpha,
-        "n": int(data.size),
-        "statistic": args.statistic,
-        "column": args.column,
-        "bounds": [float(v) for v in bounds],
-    }
+    where = fields.get("columns") or [fields.get("column") or "-"]
+    what = f"dpuq interval ({args.statistic}, column {' '.join(map(str, where))})"
+    settings = {"alpha": alpha, "n": int(data.shape[0]), "statistic": args.statistic, **fields}
     # deferred: the release charges what it costs (0 when public quantities decide it)
     with charged_release(out, args, epsilon, what, settings, deferred=True) as (pending, hook):
-        ci = private_confidence_interval(
-            data,
-            alpha=alpha,
-            epsilon=epsilon,
-            bounds=bounds,
-            random_state=args.seed,
-            ledger=hook,
-            dataset=args.dataset,
-            **kw,
-        )
+        ci = private_confidence_interval(data, alpha=alpha, epsilon=epsilon,
+                                         random_state=args.seed, ledger=hook,
+                                         dataset=args.dataset, **kw)  # fmt: skip
         record = {
             **release_header(INTERVAL_FORMAT, INTERVAL_FORMAT_VERSION),
             "data": Path(args.data).name,
-            "column": args.column,
+            **fields,
             "dataset": args.dataset,
             "statistic": ci.statistic,
-            "bounds": list(bounds),
             "confidence_level": 1.0 - alpha,
             "alpha": alpha,
             "lower": ci.lower,
@@ -214,16 +329,17 @@ def run(args: argparse.Namespace) -> int:
             "estimate": ci.estimate,
             "informative": ci.informative,
             "method": ci.method,
-            "n": int(data.size),
+            "n": int(data.shape[0]),
             "privacy": ci.privacy_report.to_dict(),
             "seeded": bool(ci.privacy_report.seeded),
         }
         write_release(pending, args, what, hook.receipt, record)
+    why = "public quantities decided it" if not general else "the whole of --statistic-bounds"
     print(
         f"{100 * (1 - alpha):g}% interval for the {ci.statistic}: [{ci.lower:.6g}, "
-        f"{ci.upper:.6g}] (estimate {ci.estimate:.6g}; n = {data.size}, epsilon = "
+        f"{ci.upper:.6g}] (estimate {ci.estimate:.6g}; n = {data.shape[0]}, epsilon = "
         f"{ci.privacy_report.epsilon:g}, delta = 0{', seeded' if args.seed is not None else ''})"
-        + ("" if ci.informative else "; uninformative: public quantities decided it")
+        + ("" if ci.informative else f"; uninformative: {why}")
         + f"; wrote {out}",
         file=sys.stdout,
     )

@@ -1,0 +1,261 @@
+"""`dpuq interval` with the general path's ready-made statistics (issue 33)."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import dpuq
+from dpuq.cli import main
+from dpuq.inference import statistics
+from dpuq.privacy.ledger import Ledger
+
+
+def run_cli(capsys, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # --seed's warning; a release's own caution
+        code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cohort")
+    rng = np.random.default_rng(0)
+    n = 3000
+    age = rng.uniform(20, 80, n)
+    sbp = 100 + 0.5 * age + rng.normal(0, 12, n)
+    sepsis = (rng.random(n) < 1 / (1 + np.exp(-(sbp - 140) / 10))).astype(float)
+    crp = rng.lognormal(1 + 0.5 * sepsis, 0.8)
+    table = np.column_stack([age, sbp, crp, sepsis])
+    np.save(d / "cohort.npy", table)
+    with open(d / "cohort.csv", "w") as fh:
+        fh.write("age,sbp,crp,sepsis\n")
+        fh.writelines(",".join(repr(float(v)) for v in row) + "\n" for row in table)
+    return d, table
+
+
+CASES = [
+    ("ols-slope", ["--columns", "0", "1"], (-5, 5), statistics.ols_slope(0, 1), [0, 1]),
+    ("auc", ["--columns", "2", "3"], (0, 1), statistics.auc(0, 1), [2, 3]),
+    ("sd", ["--column", "1"], (0, 100), statistics.standard_deviation(0), [1]),
+    (
+        "logistic-slope",
+        ["--columns", "1", "3", "--center", "130", "--scale", "15"],
+        (-5, 5),
+        statistics.logistic_slope(0, 1, center=130.0, scale=15.0),
+        [1, 3],
+    ),
+]
+
+
+@pytest.mark.parametrize("name, flags, bounds, f, cols", CASES, ids=[c[0] for c in CASES])
+def test_the_command_releases_what_python_releases(
+    cohort, tmp_path, capsys, name, flags, bounds, f, cols
+):
+    d, table = cohort
+    out = tmp_path / "ci.json"
+    code, printed, err = run_cli(
+        capsys,
+        "interval",
+        "--data",
+        d / "cohort.npy",
+        "--statistic",
+        name,
+        *flags,
+        "--statistic-bounds",
+        *bounds,
+        "--alpha",
+        0.1,
+        "--epsilon",
+        1,
+        "--seed",
+        5,
+        "-o",
+        out,
+    )
+    assert code == 0, err
+    rec = json.loads(out.read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = dpuq.private_confidence_interval(
+            table[:, cols],
+            statistic=f,
+            statistic_bounds=bounds,
+            vectorized=True,
+            alpha=0.1,
+            epsilon=1.0,
+            random_state=5,
+        )
+    assert (rec["lower"], rec["upper"]) == (ci.lower, ci.upper)
+    assert rec["statistic"] == name and rec["method"] == "ensemble"
+    assert rec["statistic_bounds"] == [float(b) for b in bounds]
+    assert rec["privacy"]["epsilon"] == 1.0 and f"interval for the {name}" in printed
+
+
+def test_header_names_and_the_population_value(cohort, tmp_path, capsys):
+    d, _ = cohort
+    out = tmp_path / "slope.json"
+    code, _, err = run_cli(
+        capsys,
+        "interval",
+        "--data",
+        d / "cohort.csv",
+        "--statistic",
+        "ols-slope",
+        "--columns",
+        "age",
+        "sbp",
+        "--statistic-bounds",
+        -5,
+        5,
+        "--alpha",
+        0.1,
+        "--epsilon",
+        1,
+        "--seed",
+        1,
+        "-o",
+        out,
+    )
+    assert code == 0, err
+    rec = json.loads(out.read_text())
+    assert rec["columns"] == ["age", "sbp"] and rec["informative"] is True
+    assert rec["lower"] < 0.5 < rec["upper"]  # the law's slope (one seeded release)
+    # informative: a tenth of the bounds' span (seeds 0-29 of this release: 0.12-0.80)
+    assert rec["upper"] - rec["lower"] < 1.0
+
+
+BAD = [
+    (["--statistic", "auc", "--columns", "2", "3", "--bounds", "0", "1"], "--statistic-bounds"),
+    (["--statistic", "auc", "--columns", "2", "3"], "--statistic-bounds LO HI"),
+    (["--statistic", "auc", "--columns", "2", "0", "--statistic-bounds", "0", "1"], "0 and 1"),
+    (["--statistic", "sd", "--columns", "0", "1", "--statistic-bounds", "0", "9"], "--column"),
+    (
+        ["--statistic", "correlation", "--column", "0", "--statistic-bounds", "-1", "1"],
+        "--columns X Y",
+    ),
+    (["--statistic", "auc", "--columns", "2", "3", "--statistic-bounds", "1", "0"], "LO < HI"),
+    (
+        [
+            "--statistic",
+            "auc",
+            "--columns",
+            "2",
+            "3",
+            "--statistic-bounds",
+            "0",
+            "1",
+            "--x-bounds",
+            "0",
+            "1",
+        ],
+        "--x-bounds applies to --statistic ols-slope",
+    ),
+    (
+        ["--statistic", "logistic-slope", "--columns", "1", "3", "--statistic-bounds", "-5", "5"],
+        "--center",
+    ),
+    (
+        [
+            "--statistic",
+            "auc",
+            "--columns",
+            "2",
+            "3",
+            "--statistic-bounds",
+            "0",
+            "1",
+            "--center",
+            "1",
+            "--scale",
+            "1",
+        ],
+        "--center and --scale",
+    ),
+    (
+        [
+            "--statistic",
+            "mean",
+            "--column",
+            "0",
+            "--bounds",
+            "0",
+            "100",
+            "--statistic-bounds",
+            "0",
+            "1",
+        ],
+        "--statistic-bounds applies to the other statistics",
+    ),
+    (
+        ["--statistic", "auc", "--columns", "crp", "sepsis", "--statistic-bounds", "0", "1"],
+        "0-based indices",
+    ),
+    (
+        ["--statistic", "auc", "--columns", "2", "7", "--statistic-bounds", "0", "1"],
+        "has 4 column(s)",
+    ),
+]
+
+
+@pytest.mark.parametrize("extra, match", BAD)
+def test_refusals_are_one_line_and_cost_nothing(cohort, tmp_path, capsys, extra, match):
+    d, _ = cohort
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("cohort", epsilon=5.0)
+    code, _, err = run_cli(
+        capsys,
+        "interval",
+        "--data",
+        d / "cohort.npy",
+        *extra,
+        "--alpha",
+        0.1,
+        "--epsilon",
+        1,
+        "--ledger",
+        tmp_path / "l.sqlite",
+        "--dataset",
+        "cohort",
+        "-o",
+        tmp_path / "x.json",
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1 and match in err, err
+    assert led.releases("cohort") == [] and not (tmp_path / "x.json").exists()
+
+
+def test_a_general_release_charges_once_with_its_settings(cohort, tmp_path, capsys):
+    d, _ = cohort
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("cohort", epsilon=5.0)
+    code, _, err = run_cli(
+        capsys,
+        "interval",
+        "--data",
+        d / "cohort.csv",
+        "--statistic",
+        "correlation",
+        "--columns",
+        "age",
+        "sbp",
+        "--statistic-bounds",
+        -1,
+        1,
+        "--alpha",
+        0.1,
+        "--epsilon",
+        1,
+        "--ledger",
+        tmp_path / "l.sqlite",
+        "--dataset",
+        "cohort",
+        "-o",
+        tmp_path / "r.json",
+    )
+    assert code == 0, err
+    (row,) = led.releases("cohort")
+    assert row.epsilon == 1.0 and row.settings["columns"] == ["age", "sbp"]
+    assert row.settings["statistic_bounds"] == [-1.0, 1.0] and row.settings["n"] == 3000

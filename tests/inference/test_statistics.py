@@ -112,6 +112,28 @@ def test_bounded_influence_slope_resists_one_row():
     assert abs(float(bounded(lever, w)) - 0.5) < 0.05
 
 
+def test_clipped_is_the_statistic_of_clipped_columns_and_writes_nothing(table):
+    rows = table.copy()
+    rows.flags.writeable = False
+    w = np.random.default_rng(4).multinomial(80, np.full(80, 1 / 80), size=3).astype(float)
+    f = st.clipped(st.correlation(1, 2), {1: (0.5, 3.0), 2: (1.0, 2.5)})
+    manual = table.copy()
+    manual[:, 1] = np.clip(manual[:, 1], 0.5, 3.0)
+    manual[:, 2] = np.clip(manual[:, 2], 1.0, 2.5)
+    np.testing.assert_array_equal(f(rows, w), st.correlation(1, 2)(manual, w))
+    np.testing.assert_array_equal(rows, table)
+    one = st.clipped(st.standard_deviation(), {0: (0.0, 1.0)})
+    assert float(one(np.array([0.0, 5.0]), np.ones(2))) == 0.5  # 5 counts as 1
+    with pytest.raises(ValueError, match="column 0 only"):
+        st.clipped(st.standard_deviation(), {1: (0, 1)})(np.arange(3.0), np.ones(3))
+    for bad, match in (({}, "at least one"), ({0: (2, 1)}, "bounds"), ([1], "dict"),
+                       ({-1: (0, 1)}, "column")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            st.clipped(st.standard_deviation(), bad)
+    with pytest.raises(TypeError, match="callable"):
+        st.clipped(None, {0: (0, 1)})
+
+
 @pytest.mark.parametrize(
     "make, match",
     [

@@ -160,7 +160,8 @@ Outside the assumptions altogether: a statistic that one or two rows of the popu
 drive (an OLS slope with one point of extreme leverage: that row's pull saturates inside the
 one or two subsets that hold it, so the mean of the subset estimates is the bulk's value; on
 the held-out table HMDA intervals covered 0.52). No ε-DP release can follow one or two rows;
-prefer a bounded-influence statistic (inputs clipped to public bounds, ranks).
+prefer a bounded-influence statistic (inputs clipped to public bounds,
+:func:`dpuq.inference.statistics.clipped`; ranks).
 
 ``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the
 amplification by overlapping subsamples): three exponential-mechanism quantiles of the same
@@ -374,7 +375,8 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
             "tails or too few rows per subset), where the jackknife may leave a bias of the "
             "order of the standard error and coverage may fall below nominal. More data "
             "(larger subsets) helps, slowly; a larger epsilon does not help where a few "
-            "extreme rows drive the statistic (the SD of a heavy-tailed variable: "
+            "extreme rows drive the statistic (the SD of a heavy-tailed variable): clip the "
+            "inputs to public bounds (dpuq.inference.statistics.clipped; "
             "docs/how-to/general_intervals.md)"
         )
         warnings.warn(out["caution"], SubsetRegimeWarning, stacklevel=4)

@@ -38,6 +38,20 @@ def cohort(tmp_path_factory):
 
 
 CASES = [
+    (
+        "sd",
+        ["--column", "2", "--clip", "0", "10"],
+        (0, 5),
+        statistics.clipped(statistics.standard_deviation(0), {0: (0.0, 10.0)}),
+        [2],
+    ),
+    (
+        "ols-slope",
+        ["--columns", "0", "1", "--clip", "30", "70", "--clip-second", "90", "160"],
+        (-5, 5),
+        statistics.ols_slope(0, 1, x_bounds=(30, 70), y_bounds=(90, 160)),
+        [0, 1],
+    ),
     ("ols-slope", ["--columns", "0", "1"], (-5, 5), statistics.ols_slope(0, 1), [0, 1]),
     ("auc", ["--columns", "2", "3"], (0, 1), statistics.auc(0, 1), [2, 3]),
     ("sd", ["--column", "1"], (0, 100), statistics.standard_deviation(0), [1]),
@@ -51,7 +65,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name, flags, bounds, f, cols", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    "name, flags, bounds, f, cols", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
 def test_the_command_releases_what_python_releases(
     cohort, tmp_path, capsys, name, flags, bounds, f, cols
 ):
@@ -148,11 +164,11 @@ BAD = [
             "--statistic-bounds",
             "0",
             "1",
-            "--x-bounds",
+            "--clip-second",
             "0",
             "1",
         ],
-        "--x-bounds applies to --statistic ols-slope",
+        "--clip-second: --statistic auc has no continuous column 2",
     ),
     (
         ["--statistic", "logistic-slope", "--columns", "1", "3", "--statistic-bounds", "-5", "5"],

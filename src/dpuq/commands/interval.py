@@ -57,8 +57,10 @@ the order the statistic names them: x y, numerator denominator, x z, outcome exp
 score label, y group; the second of the last four must be 0/1). They need
 --statistic-bounds LO HI, a public range of the statistic itself (an AUC: 0 1; a slope: a
 clinically possible range), not --bounds; logistic-slope takes a public --center and
---scale of x, ols-slope optional public --x-bounds/--y-bounds (bounded influence: the
-columns are clipped to them). Any other estimator: in Python,
+--scale of x. --clip LO HI (and --clip-second LO HI, where the second column is not 0/1)
+clips the first (second) column to a public range first: bounded influence, where a few
+extreme rows would drive the statistic (the interval is then for the statistic of the
+clipped population; docs/how-to/general_intervals.md). Any other estimator: in Python,
 dpuq.private_confidence_interval(rows, statistic=f, statistic_bounds=(lo, hi), ...).
 
 Files: .npy, .csv/.tsv/.txt (optional header line; --column NAME needs one) or .parquet;
@@ -120,8 +122,8 @@ def register(subparsers) -> None:
     general = p.add_argument_group("other statistics (the general path)")
     for flag, what in (
         ("--statistic-bounds", "public range of the statistic itself (required for these)"),
-        ("--x-bounds", "ols-slope: public range x is clipped to (bounded influence)"),
-        ("--y-bounds", "ols-slope: public range y is clipped to (bounded influence)"),
+        ("--clip", "public range the first column is clipped to (bounded influence)"),
+        ("--clip-second", "public range the second column is clipped to (not a 0/1 one)"),
     ):
         general.add_argument(flag, type=float_arg, nargs=2, metavar=("LO", "HI"), help=what)
     general.add_argument("--center", type=float_arg, help="logistic-slope: public centre of x")
@@ -204,7 +206,7 @@ def _ordered(values, flag: str) -> tuple[float, float]:
     return check_bounds(tuple(values))
 
 
-GENERAL_ONLY = ("columns", "statistic_bounds", "x_bounds", "y_bounds", "center", "scale")
+GENERAL_ONLY = ("columns", "statistic_bounds", "clip", "clip_second", "center", "scale")
 
 
 def _data_statistic(args):
@@ -277,12 +279,16 @@ def _general_statistic(args):
             raise ValueError("--statistic logistic-slope needs a public --center and --scale "
                              "of x (domain knowledge, never the data's mean and SD)")  # fmt: skip
         kw = {"center": args.center, "scale": args.scale}
-    for flag in ("x_bounds", "y_bounds"):
+    clip = {}
+    for j, flag in enumerate(("clip", "clip_second")):
         if getattr(args, flag) is not None:
-            if stat != "ols-slope":
-                raise ValueError(f"--{flag.replace('_', '-')} applies to --statistic ols-slope")
-            kw[flag] = _ordered(getattr(args, flag), f"--{flag.replace('_', '-')}")
+            name = "--" + flag.replace("_", "-")
+            if j >= len(roles) or roles[j] in BINARY_ROLES:
+                raise ValueError(f"{name}: --statistic {stat} has no continuous column {j + 1}")
+            clip[j] = _ordered(getattr(args, flag), name)
     f = getattr(statistics, factory)(*range(len(roles)), **kw)
+    if clip:
+        f = statistics.clipped(f, clip)
     f.__name__ = stat  # the released interval's name
     rows = np.column_stack([read_column(args.data, c) for c in columns])
     for j, role in enumerate(roles):
@@ -292,6 +298,8 @@ def _general_statistic(args):
     kw = {"statistic": f, "statistic_bounds": statistic_bounds, "vectorized": True}
     fields = {"column" if len(roles) == 1 else "columns": columns[0] if len(roles) == 1 else
               columns, "statistic_bounds": list(statistic_bounds)}  # fmt: skip
+    if clip:  # the estimand: the statistic of the clipped columns (public bounds)
+        fields["clip"] = {str(columns[j]): list(b) for j, b in clip.items()}
     return rows, kw, fields
 
 

@@ -243,6 +243,50 @@ def test_refusals_are_one_line_and_cost_nothing(cohort, tmp_path, capsys, extra,
     assert led.releases("cohort") == [] and not (tmp_path / "x.json").exists()
 
 
+def test_columns_by_header_name_first_then_by_index(tmp_path, capsys):
+    """Numeric header names win over indices; an index reads one column of a file with a
+    text column (review findings)."""
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=600), rng.normal(size=600)
+    with open(tmp_path / "t.csv", "w") as fh:
+        fh.write("1,0,site\n")  # the column named "1" is the first one
+        fh.writelines(
+            f"{float(u)!r},{float(v)!r},ward{i % 3}\n"
+            for i, (u, v) in enumerate(zip(a, b, strict=True))
+        )
+    from dpuq.commands.interval import read_column
+
+    np.testing.assert_array_equal(read_column(tmp_path / "t.csv", "1"), a)
+    np.testing.assert_array_equal(read_column(tmp_path / "t.csv", "0"), b)
+    with open(tmp_path / "u.csv", "w") as fh:
+        fh.write("x,y,site\n")
+        fh.writelines(
+            f"{float(u)!r},{float(v)!r},ward{i % 3}\n"
+            for i, (u, v) in enumerate(zip(a, b, strict=True))
+        )
+    np.testing.assert_array_equal(read_column(tmp_path / "u.csv", "1"), b)
+    with pytest.raises(ValueError, match="--columns 5: no such column"):
+        read_column(tmp_path / "u.csv", "5", flag="--columns")
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--statistic", "sd", "--column", "1", "--statistic-bounds", "0", "50", "--trim", "0.3"],
+         "--trim applies to --statistic trimmed-mean only"),
+        (["--statistic", "mean", "--column", "0", "--bounds", "0", "100", "--trim", "0.2"],
+         "--trim applies"),
+        (["--statistic", "logistic-slope", "--columns", "1", "3", "--statistic-bounds", "-5", "5",
+          "--center", "130", "--scale", "0"], "--scale finite and > 0"),
+    ],
+)  # fmt: skip
+def test_options_that_do_not_apply_are_refused(cohort, tmp_path, capsys, extra, match):
+    d, _ = cohort
+    code, _, err = run_cli(capsys, "interval", "--data", d / "cohort.npy", *extra, "--alpha",
+                           0.1, "--epsilon", 1, "-o", tmp_path / "x.json")  # fmt: skip
+    assert code == 2 and match in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_a_general_release_charges_once_with_its_settings(cohort, tmp_path, capsys):
     d, _ = cohort
     led = Ledger(tmp_path / "l.sqlite")

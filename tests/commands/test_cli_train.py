@@ -162,6 +162,14 @@ def test_images_and_a_regressor(files, tmp_path, capsys):
     assert 1.0 - np.mean((values - y_te) ** 2) / np.var(y_te) > 0.1
 
 
+def test_classes_read_from_the_labels_are_said_so(files, tmp_path, capsys):
+    model = tmp_path / "m.pkl"
+    assert _train(capsys, files, model, "--labels", files / "tr_y.csv")[0] == 0
+    notes = pickle.loads(model.read_bytes())["estimator"].privacy_report_.notes
+    assert any("largest label in --labels" in note for note in notes)
+    assert not any(note.startswith("classes_ declared") for note in notes)
+
+
 BAD = [
     (["--labels", "Y", "--targets", "Y"], "exactly one of --labels"),
     (["--labels", "Y", "--target-bounds", "0", "1"], "--target-bounds applies"),
@@ -173,6 +181,8 @@ BAD = [
     (["--labels", "Y", "--epsilon", "-1"], "epsilon"),
     (["--labels", "Y", "--feature-bounds", "3", "1"], "--feature-bounds must satisfy"),
     (["--labels", "Y", "--epsilon", "50"], "exceeded"),
+    (["--labels", "Y", "--n-classes", "100000000"], "--n-classes must be in 2..1000"),
+    (["--labels", "Y", "--image-shape", "4", "4", "4", "--model", "cnn"], "cannot take inputs"),
 ]
 
 
@@ -201,6 +211,15 @@ def test_refusals_are_one_line_and_cost_nothing(files, tmp_path, capsys, extra, 
     assert len(err.strip().splitlines()) == 1 and match in err, err
     assert led.releases("clinic") == []
     assert not (tmp_path / "m.pkl").exists()
+
+
+def test_the_command_line_trains_under_replace_one_only(files, tmp_path, capsys):
+    """n is printed and stored (public under replace-one only): no --relation flag."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--features", str(files / "tr_x.csv"), "--labels",
+              str(files / "tr_y.csv"), "--epsilon", "1", "--delta", "1e-5", "--relation",
+              "add/remove-one", "-o", str(tmp_path / "m.pkl")])  # fmt: skip
+    assert exit_.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err
 
 
 def test_a_training_charges_its_epsilon_and_delta_once(files, tmp_path, capsys, monkeypatch):

@@ -5,6 +5,8 @@ weights read as frequencies, vectorised against one call per weight vector, on r
 inputs, and where a subset leaves it undefined.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
@@ -99,6 +101,45 @@ def test_undefined_subsets_are_no_estimate_not_a_made_up_number():
             vectorized=True, alpha=0.1, epsilon=1.0, random_state=0,
         )  # fmt: skip
     assert ci.informative is False and "spread is too large" in ci.details["reason"]
+
+
+def test_constant_columns_and_undefined_logistic_fits_are_no_estimate():
+    """Review findings: a column constant at 0.1 gave slopes up to 3e16 (its weighted mean is
+    not exactly 0.1); a logistic fit without events, with constant x, or separated returned
+    about 0.1, 0 or 100 instead of NaN."""
+    rng = np.random.default_rng(5)
+    w = rng.multinomial(50, np.full(50, 1 / 50), size=400).astype(float)
+    for value in (0.1, 0.3, 7.7):
+        const = np.column_stack([np.full(50, value), rng.normal(size=50)])
+        assert np.isnan(st.ols_slope(0, 1)(const, w)).all()
+        assert np.isnan(st.correlation(0, 1)(const, w)).all()
+        assert np.all(st.standard_deviation(0)(const, w) == 0.0)
+        assert np.isnan(st.ols_slope(0, 1, x_bounds=(0, value))(const + 1.0, w)).all()
+    x = rng.normal(size=50)
+    no_event = np.column_stack([x, np.zeros(50)])
+    flat_x = np.column_stack([np.full(50, 2.0), rng.integers(0, 2, 50)])
+    separated = np.column_stack([x, (x > 0).astype(float)])
+    for rows in (no_event, flat_x, separated):
+        assert np.isnan(st.logistic_slope()(rows, w)).all()
+        assert np.isnan(st.logistic_slope()(rows, np.ones(50)))
+    fine = np.column_stack([x, (rng.random(50) < 1 / (1 + np.exp(-x))).astype(float)])
+    assert np.isfinite(st.logistic_slope()(fine, np.ones(50)))
+    zero = np.zeros((2, 50))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning, whatever the weights
+        for f in (st.standard_deviation(0), st.correlation(0, 1), st.ols_slope(0, 1),
+                  st.logistic_slope(0, 1), st.auc(0, 1), st.difference_of_means(0, 1)):  # fmt: skip
+            assert np.isnan(f(fine, zero)).all()
+
+
+def test_the_factories_name_their_statistics():
+    assert st.ols_slope().__name__ == "ols_slope" and st.auc().__name__ == "auc"
+    assert st.clipped(st.variance(), {0: (0, 1)}).__name__ == "clipped variance"
+    ci = dpuq.private_confidence_interval(
+        np.random.default_rng(0).normal(size=(2000, 2)), statistic=st.correlation(),
+        statistic_bounds=(-1, 1), vectorized=True, alpha=0.1, epsilon=1.0, random_state=0,
+    )  # fmt: skip
+    assert ci.statistic == "correlation"
 
 
 def test_bounded_influence_slope_resists_one_row():

@@ -108,7 +108,6 @@ def register(subparsers) -> None:
     release.add_argument(
         "--trim",
         type=float_arg,
-        default=0.1,
         help="proportion cut at each end for --statistic trimmed-mean (default 0.1)",
     )
     release.add_argument(
@@ -141,8 +140,13 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def read_column(path, column: str | None, name: str = "--data"):
-    """One numeric column of ``path`` as a float array; errors never quote the file's values."""
+def read_column(path, column: str | None, name: str = "--data", flag: str = "--column"):
+    """One numeric column of ``path`` as a float array; errors never quote the file's values.
+
+    ``column``: a header name, or a 0-based index where no column has that name (a ``.npy``
+    file's columns are indices only); None: the file's only column. ``flag`` is the option
+    that named it, for errors.
+    """
     import numpy as np
 
     from dpuq.io import check_read_suffix, read_vector
@@ -151,17 +155,22 @@ def read_column(path, column: str | None, name: str = "--data"):
     label = f"{name} {str(path)!r}"
     if column is None:
         return read_vector(path, name).astype(float)
-    if column.isdigit():  # a 0-based index, in any format (a header line is skipped)
+    suffix = check_read_suffix(p, label)
+    index = int(column) if column.isdigit() else None
+
+    def out_of_range(width: int) -> ValueError:
+        return ValueError(f"{flag} {column}: no such column ({label} has {width} column(s))")
+
+    if suffix == ".npy":
         from dpuq.io import read_matrix
 
+        if index is None:
+            raise ValueError(f"{flag} {column!r}: a .npy file's columns are 0-based indices")
         table = read_matrix(path, name)
-        if int(column) >= table.shape[1]:
-            raise ValueError(f"column index {column}: {label} has {table.shape[1]} column(s)")
-        return table[:, int(column)]
-    suffix = check_read_suffix(p, label)
-    if suffix == ".npy":
-        raise ValueError(f"a .npy file's columns are 0-based indices, not names ({column!r})")
-    if suffix == ".parquet":
+        if index >= table.shape[1]:
+            raise out_of_range(table.shape[1])
+        arr = table[:, index]
+    elif suffix == ".parquet":
         try:
             import pyarrow.parquet as pq
         except ImportError:
@@ -171,7 +180,11 @@ def read_column(path, column: str | None, name: str = "--data"):
         except Exception:
             raise ValueError(f"{label}: cannot read as .parquet") from None
         if column not in names:
-            raise ValueError(f"--column: no column {column!r} in {label}; columns are {names}")
+            if index is None:
+                raise ValueError(f"{flag}: no column {column!r} in {label}; columns are {names}")
+            if index >= len(names):
+                raise out_of_range(len(names))
+            column = names[index]
         col = pq.read_table(p, columns=[column]).column(0)
         if col.null_count:
             raise ValueError(f"{label}: column {column!r} has missing values")
@@ -183,16 +196,26 @@ def read_column(path, column: str | None, name: str = "--data"):
         from dpuq.io._text import header_column, is_data_line, text_layout, with_decimal_points
 
         delimiter, skip, _ = text_layout(p, label)
-        index = header_column(p, label, column, delimiter, skip)
+        try:  # a header name first; an index where no column has that name
+            position = header_column(p, label, column, delimiter, skip)
+        except ValueError:
+            if index is None:
+                raise
+            position = index
         with open(p, encoding="utf-8-sig") as fh:
             lines = [line for line in fh.readlines()[skip:] if is_data_line(line)]
         lines = with_decimal_points(lines, delimiter)  # `;` files: decimal commas, as dpuq.io
+        if lines:
+            first = lines[0].split(delimiter) if delimiter else lines[0].split()
+            if position >= len(first):
+                raise out_of_range(len(first))
         try:
-            arr = np.loadtxt(lines, delimiter=delimiter, usecols=[index], ndmin=1).astype(float)
+            arr = np.loadtxt(lines, delimiter=delimiter, usecols=[position], ndmin=1)
         except ValueError:
             raise ValueError(
                 f"{label}: column {column!r} has an entry that is not a number"
             ) from None
+        arr = arr.astype(float)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{label}: column {column!r} has missing or non-finite values")
     return arr
@@ -231,9 +254,12 @@ def _data_statistic(args):
     elif args.quantile is not None:
         raise ValueError("--quantile applies to --statistic quantile only")
     if statistic == "trimmed_mean":
-        if not 0.0 <= args.trim < 0.5:
-            raise ValueError(f"--trim must be in [0, 0.5), got {args.trim!r}")
-        kw["trim"] = args.trim
+        trim = 0.1 if args.trim is None else args.trim
+        if not 0.0 <= trim < 0.5:
+            raise ValueError(f"--trim must be in [0, 0.5), got {trim!r}")
+        kw["trim"] = trim
+    elif args.trim is not None:
+        raise ValueError("--trim applies to --statistic trimmed-mean only")
     data = read_column(args.data, args.column)
     if np.any((data < bounds[0]) | (data > bounds[1])):
         raise ValueError(
@@ -256,6 +282,8 @@ def _general_statistic(args):
                          f"quantile; --statistic {stat} takes --statistic-bounds")  # fmt: skip
     if args.quantile is not None:
         raise ValueError("--quantile applies to --statistic quantile only")
+    if args.trim is not None:
+        raise ValueError("--trim applies to --statistic trimmed-mean only")
     if args.statistic_bounds is None:
         raise ValueError(f"--statistic-bounds LO HI (a public range of the {stat}) is required "
                          f"with --statistic {stat}")  # fmt: skip
@@ -278,6 +306,8 @@ def _general_statistic(args):
         if args.center is None:
             raise ValueError("--statistic logistic-slope needs a public --center and --scale "
                              "of x (domain knowledge, never the data's mean and SD)")  # fmt: skip
+        if not (np.isfinite(args.center) and np.isfinite(args.scale) and args.scale > 0):
+            raise ValueError("--center must be finite and --scale finite and > 0")
         kw = {"center": args.center, "scale": args.scale}
     clip = {}
     for j, flag in enumerate(("clip", "clip_second")):
@@ -290,7 +320,8 @@ def _general_statistic(args):
     if clip:
         f = statistics.clipped(f, clip)
     f.__name__ = stat  # the released interval's name
-    rows = np.column_stack([read_column(args.data, c) for c in columns])
+    flag = "--column" if len(roles) == 1 else "--columns"
+    rows = np.column_stack([read_column(args.data, c, flag=flag) for c in columns])
     for j, role in enumerate(roles):
         if role in BINARY_ROLES and not np.all((rows[:, j] == 0) | (rows[:, j] == 1)):
             raise ValueError(f"--columns: the {role} column of --statistic {stat} must hold "

@@ -9,6 +9,7 @@ model's outputs on other people then go to ``dpuq temperature``, ``dpuq calibrat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pickle
 import sys
 from pathlib import Path
@@ -36,8 +37,9 @@ a logistic (least-squares) model on tabular features, scattering features + a li
 or a small CNN on images (--image-shape).
 
 Privacy: (epsilon, delta)-DP for the training people (DP-SGD's per-example clipping and
-Gaussian noise, PLD accounting), under replace-one neighbours with n public (default) or
-add/remove-one (--relation). --dataset NAME (and --ledger PATH) charges (epsilon, delta) to
+Gaussian noise, PLD accounting), under replace-one neighbours with n public (the recipe and
+the model choice read n; in Python, DPClassifier(relation="add/remove-one") is there too).
+--dataset NAME (and --ledger PATH) charges (epsilon, delta) to
 that data set's budget once every setting and input is checked, before training; a refused
 setting costs nothing. Each run trains again and spends epsilon again.
 
@@ -68,6 +70,8 @@ examples:
 """
 
 MODELS = ("auto", "linear", "mlp", "features", "cnn")
+#: Most classes the command line trains (a model's per-example gradients grow with K).
+MAX_CLASSES = 1000
 
 
 def add_input_arguments(group) -> None:
@@ -100,9 +104,6 @@ def register(subparsers) -> None:
         model.add_argument(flag, type=float_arg, nargs=2, metavar=("LO", "HI"),
                            help=f"public range of {what}; values are clipped to it")  # fmt: skip
     model.add_argument("--n-classes", type=int, metavar="K", help="the classes are 0..K-1")
-    model.add_argument(
-        "--relation", choices=["replace-one", "add/remove-one"], default="replace-one"
-    )
     model.add_argument(
         "--epochs", type=int, metavar="E", help="bound the training length (default: recipe)"
     )
@@ -156,7 +157,6 @@ def _estimator(args, n_classes):
         "method": args.method,
         "model": args.model,
         "feature_bounds": _bounds(args.feature_bounds, "--feature-bounds"),
-        "relation": args.relation,
         "show_progress": sys.stderr.isatty(),
         "random_state": args.seed,
     }
@@ -169,19 +169,27 @@ def _estimator(args, n_classes):
     return DPClassifier(**common, classes=list(range(n_classes)))
 
 
+#: The report's note when the classes are read from the labels (replaces the estimator's
+#: "declared" note: the command passes them as 0..K-1 either way).
+READ_CLASSES_NOTE = (
+    "classes 0..K-1 with K = the largest label in --labels + 1: the largest label is treated "
+    "as public, like N (--n-classes declares K)."
+)
+
+
 def _classes(args, labels) -> tuple[int, str]:
     """The number of classes and where it came from (declared, or the largest label)."""
     if args.n_classes is not None:
-        if args.n_classes < 2:
-            raise ValueError(f"--n-classes must be >= 2, got {args.n_classes}")
+        if not 2 <= args.n_classes <= MAX_CLASSES:
+            raise ValueError(f"--n-classes must be in 2..{MAX_CLASSES}, got {args.n_classes}")
         if labels.size and (labels.min() < 0 or labels.max() >= args.n_classes):
             raise ValueError(f"--labels must be class indices in 0..{args.n_classes - 1}")
         return int(args.n_classes), "declared (--n-classes)"
     if labels.min() < 0:
         raise ValueError("--labels must be class indices 0..K-1 (no negative values)")
     k = int(labels.max()) + 1
-    if k < 2:
-        raise ValueError("--labels: at least 2 classes are needed (pass --n-classes K)")
+    if not 2 <= k <= MAX_CLASSES:
+        raise ValueError(f"--labels: class indices 0..K-1 with K in 2..{MAX_CLASSES} expected")
     return k, "0..largest label in --labels (pass --n-classes to declare them)"
 
 
@@ -207,15 +215,20 @@ def run(args: argparse.Namespace) -> int:
     k, classes_from = _classes(args, y) if args.labels is not None else (None, None)
     est = _estimator(args, k)
     task = "classification" if k is not None else "regression"
-    what = f"dpuq train ({task}, {args.method}, model {args.model})"
+    network = _model_name(args, x, k)  # public quantities only; refusals cost nothing
+    what = f"dpuq train ({task}, {args.method}, model {network})"
     settings = {"n": int(x.shape[0]), "input shape": list(x.shape[1:]), "task": task,
-                "method": args.method, "model": args.model, "delta": args.delta,
-                "relation": args.relation}  # fmt: skip
+                "method": args.method, "model": network, "delta": args.delta,
+                "relation": "replace-one"}  # fmt: skip
     with charged_release(out, args, args.epsilon, what, settings, deferred=True) as (
         pending,
         hook,
     ):
         est.fit(x, y, ledger=hook, dataset=args.dataset)
+        if args.labels is not None and args.n_classes is None:
+            est.privacy_report_ = dataclasses.replace(est.privacy_report_, notes=tuple(
+                READ_CLASSES_NOTE if note.startswith("classes_ declared") else note
+                for note in est.privacy_report_.notes))  # fmt: skip
         report = est.privacy_report_
         record = {
             "format": MODEL_FORMAT,
@@ -241,6 +254,21 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stdout,
     )
     return 0
+
+
+def _model_name(args, x, k) -> str:
+    """The network ``--model`` gives on these inputs (``choose_model``: public quantities),
+    or a one-line refusal before anything is charged."""
+    from dpuq.training.auto_model import choose_model
+
+    try:
+        choice = choose_model(args.model, x.shape[1:], n_samples=int(x.shape[0]),
+                              epsilon=float(args.epsilon), n_outputs=k or 1, seed=0)  # fmt: skip
+    except RuntimeError as exc:  # images too small for the network's layers
+        shape = " ".join(map(str, x.shape[1:]))
+        raise ValueError(f"--model {args.model} cannot take inputs of shape {shape} "
+                         f"(--image-shape): {str(exc).splitlines()[0]}") from None  # fmt: skip
+    return choice.name
 
 
 def _version() -> str:

@@ -105,6 +105,27 @@ def _wmean(w: np.ndarray, v: np.ndarray) -> np.ndarray:
     return (w @ v) / w.sum(axis=1)
 
 
+def _centred(w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``v`` minus its weighted mean, per weight row: shifted by its first value first, so
+    that a constant column is exactly 0 (a weighted mean of a constant such as 0.1 is not
+    exactly 0.1, and its ~1e-17 deviations would make a slope of 1e16 out of nothing)."""
+    v = v - v[0]
+    return v - _wmean(w, v)[:, None]
+
+
+def _named(name: str, f: Callable) -> Callable:
+    """``f`` under ``np.errstate(all="ignore")`` (undefined values are NaN or ±inf, silently:
+    the release counts them as no estimate), named ``name`` (the released interval's name)."""
+
+    def statistic(rows, sample_weight):
+        with np.errstate(all="ignore"):
+            return f(rows, sample_weight)
+
+    statistic.__name__ = statistic.__qualname__ = name
+    statistic.__doc__ = f.__doc__
+    return statistic
+
+
 def standard_deviation(column: int = 0) -> Callable:
     """Weighted standard deviation of one column (plug-in, ``ddof = 0``, as ``np.std``).
 
@@ -117,11 +138,11 @@ def standard_deviation(column: int = 0) -> Callable:
     col = _column(column, "column")
 
     def f(rows, sample_weight):
-        w, u = _weights(sample_weight), _get(rows, col)
-        m = _wmean(w, u)[:, None]
-        return _out(np.sqrt((w * (u - m) ** 2).sum(axis=1) / w.sum(axis=1)), sample_weight)
+        w = _weights(sample_weight)
+        d = _centred(w, _get(rows, col))
+        return _out(np.sqrt((w * d**2).sum(axis=1) / w.sum(axis=1)), sample_weight)
 
-    return f
+    return _named("standard_deviation", f)
 
 
 def variance(column: int = 0) -> Callable:
@@ -135,11 +156,11 @@ def variance(column: int = 0) -> Callable:
     col = _column(column, "column")
 
     def f(rows, sample_weight):
-        w, u = _weights(sample_weight), _get(rows, col)
-        m = _wmean(w, u)[:, None]
-        return _out((w * (u - m) ** 2).sum(axis=1) / w.sum(axis=1), sample_weight)
+        w = _weights(sample_weight)
+        d = _centred(w, _get(rows, col))
+        return _out((w * d**2).sum(axis=1) / w.sum(axis=1), sample_weight)
 
-    return f
+    return _named("variance", f)
 
 
 def correlation(x: int = 0, y: int = 1) -> Callable:
@@ -154,14 +175,13 @@ def correlation(x: int = 0, y: int = 1) -> Callable:
     cx, cy = _column(x, "x"), _column(y, "y")
 
     def f(rows, sample_weight):
-        w, a, b = _weights(sample_weight), _get(rows, cx), _get(rows, cy)
-        da, db = a - _wmean(w, a)[:, None], b - _wmean(w, b)[:, None]
-        with np.errstate(all="ignore"):
-            num = (w * da * db).sum(axis=1)
-            r = num / np.sqrt((w * da**2).sum(axis=1) * (w * db**2).sum(axis=1))
+        w = _weights(sample_weight)
+        da, db = _centred(w, _get(rows, cx)), _centred(w, _get(rows, cy))
+        num = (w * da * db).sum(axis=1)
+        r = num / np.sqrt((w * da**2).sum(axis=1) * (w * db**2).sum(axis=1))
         return _out(r, sample_weight)
 
-    return f
+    return _named("correlation", f)
 
 
 def ratio_of_means(numerator: int = 1, denominator: int = 0) -> Callable:
@@ -177,10 +197,9 @@ def ratio_of_means(numerator: int = 1, denominator: int = 0) -> Callable:
 
     def f(rows, sample_weight):
         w = _weights(sample_weight)
-        with np.errstate(all="ignore"):
-            return _out(_wmean(w, _get(rows, cn)) / _wmean(w, _get(rows, cd)), sample_weight)
+        return _out(_wmean(w, _get(rows, cn)) / _wmean(w, _get(rows, cd)), sample_weight)
 
-    return f
+    return _named("ratio_of_means", f)
 
 
 def ols_slope(x: int = 0, y: int = 1, *, x_bounds=None, y_bounds=None) -> Callable:
@@ -201,13 +220,12 @@ def ols_slope(x: int = 0, y: int = 1, *, x_bounds=None, y_bounds=None) -> Callab
     xb, yb = _bounds(x_bounds, "x_bounds"), _bounds(y_bounds, "y_bounds")
 
     def f(rows, sample_weight):
-        w, a, b = _weights(sample_weight), _get(rows, cx), _get(rows, cy)
-        da = a - _wmean(w, a)[:, None]
-        with np.errstate(all="ignore"):
-            return _out((w * da * b).sum(axis=1) / (w * da**2).sum(axis=1), sample_weight)
+        w = _weights(sample_weight)
+        da, b = _centred(w, _get(rows, cx)), _get(rows, cy)
+        return _out((w * da * b).sum(axis=1) / (w * da**2).sum(axis=1), sample_weight)
 
     spec = {c: bd for c, bd in ((cx, xb), (cy, yb)) if bd is not None}
-    return clipped(f, spec) if spec else f
+    return clipped(_named("ols_slope", f), spec) if spec else _named("ols_slope", f)
 
 
 def clipped(statistic: Callable, bounds: dict) -> Callable:
@@ -253,7 +271,7 @@ def clipped(statistic: Callable, bounds: dict) -> Callable:
             r[:, c] = np.clip(r[:, c], lo, hi)
         return statistic(r, sample_weight)
 
-    return f
+    return _named(f"clipped {getattr(statistic, '__name__', 'statistic')}", f)
 
 
 def logistic_slope(
@@ -263,8 +281,10 @@ def logistic_slope(
     ``(x - center) / scale`` (Newton's method from 0; steps clipped to ±5).
 
     ``center`` and ``scale`` must be public (domain knowledge), never the data's mean or SD.
-    A separated subset diverges to a large value (clamped by the release's public
-    ``statistic_bounds``, as any estimate) or NaN (no estimate).
+    NaN (no estimate) where the slope is not defined: no event or no non-event among the
+    rows with weight, ``x`` constant among them, or a fit that has not converged after
+    ``iterations`` Newton steps (separation: the likelihood has no maximum and the slope runs
+    off to infinity).
 
     Examples
     --------
@@ -273,6 +293,9 @@ def logistic_slope(
     >>> zs = (rng.random(3000) < 1 / (1 + np.exp(-(0.5 + 1.5 * xs)))).astype(float)
     >>> round(float(logistic_slope()(np.column_stack([xs, zs]), np.ones(3000))), 2)  # true 1.5
     1.43
+    >>> separated = np.column_stack([[0.0, 1.0, 2.0, 3.0], [0.0, 0.0, 1.0, 1.0]])
+    >>> float(logistic_slope()(separated, np.ones(4)))
+    nan
     """
     cx, cz = _column(x, "x"), _column(z, "z")
     c, s = float(center), float(scale)
@@ -287,19 +310,23 @@ def logistic_slope(
         design = np.column_stack([np.ones_like(xs), xs])
         outer = (design[:, :, None] * design[:, None, :]).reshape(-1, 4)
         beta = np.zeros((w.shape[0], 2))
-        with np.errstate(all="ignore"):
-            for _ in range(iterations):
-                p = expit(beta @ design.T)
-                grad = (w * (zs - p)) @ design
-                hess = ((w * p * (1 - p)) @ outer).reshape(-1, 2, 2)
-                hess[:, [0, 1], [0, 1]] += 1e-9
-                step = np.clip(np.linalg.solve(hess, grad[:, :, None])[:, :, 0], -5.0, 5.0)
-                beta = beta + step
-                if not np.any(np.abs(step) > 1e-10):  # converged (or NaN) in every row
-                    break
-        return _out(beta[:, 1], sample_weight)
+        step = np.full_like(beta, np.inf)
+        for _ in range(iterations):
+            p = expit(beta @ design.T)
+            grad = (w * (zs - p)) @ design
+            hess = ((w * p * (1 - p)) @ outer).reshape(-1, 2, 2)
+            hess[:, [0, 1], [0, 1]] += 1e-9
+            step = np.clip(np.linalg.solve(hess, grad[:, :, None])[:, :, 0], -5.0, 5.0)
+            beta = beta + step
+            if not np.any(np.abs(step) > 1e-10):  # converged (or NaN) in every row
+                break
+        live = w > 0
+        span = np.where(live, xs, -np.inf).max(axis=1) - np.where(live, xs, np.inf).min(axis=1)
+        converged = np.all(np.abs(step) <= 1e-8 * np.maximum(1.0, np.abs(beta)), axis=1)
+        defined = (w @ zs > 0) & (w @ (1.0 - zs) > 0) & (span > 0) & converged
+        return _out(np.where(defined, beta[:, 1], np.nan), sample_weight)
 
-    return f
+    return _named("logistic_slope", f)
 
 
 def log_odds_ratio(outcome: int = 0, exposure: int = 1) -> Callable:
@@ -320,10 +347,9 @@ def log_odds_ratio(outcome: int = 0, exposure: int = 1) -> Callable:
         z, e = _get(rows, co) > 0.5, _get(rows, ce) > 0.5
         a, b, c, d = (w @ ((z == zz) & (e == ee)) for zz in (True, False)
                       for ee in (True, False))  # fmt: skip
-        with np.errstate(all="ignore"):
-            return _out(np.log(a) + np.log(d) - np.log(b) - np.log(c), sample_weight)
+        return _out(np.log(a) + np.log(d) - np.log(b) - np.log(c), sample_weight)
 
-    return f
+    return _named("log_odds_ratio", f)
 
 
 def auc(score: int = 0, label: int = 1) -> Callable:
@@ -352,10 +378,9 @@ def auc(score: int = 0, label: int = 1) -> Callable:
         group = np.repeat(np.arange(start.size), counts)
         credit = below[:, group] + tie[:, group] / 2.0
         num = (np.where(pos, ws, 0.0) * credit).sum(axis=1)
-        with np.errstate(all="ignore"):
-            return _out(num / (ws[:, pos].sum(axis=1) * wn.sum(axis=1)), sample_weight)
+        return _out(num / (ws[:, pos].sum(axis=1) * wn.sum(axis=1)), sample_weight)
 
-    return f
+    return _named("auc", f)
 
 
 def difference_of_means(y: int = 0, group: int = 1) -> Callable:
@@ -372,11 +397,10 @@ def difference_of_means(y: int = 0, group: int = 1) -> Callable:
 
     def f(rows, sample_weight):
         w, v, g = _weights(sample_weight), _get(rows, cy), _get(rows, cg) > 0.5
-        with np.errstate(all="ignore"):
-            d = (w[:, g] @ v[g]) / w[:, g].sum(axis=1) - (w[:, ~g] @ v[~g]) / w[:, ~g].sum(axis=1)
+        d = (w[:, g] @ v[g]) / w[:, g].sum(axis=1) - (w[:, ~g] @ v[~g]) / w[:, ~g].sum(axis=1)
         return _out(d, sample_weight)
 
-    return f
+    return _named("difference_of_means", f)
 
 
 def weighted_quantile(q: float) -> Callable:
@@ -421,4 +445,4 @@ def weighted_quantile(q: float) -> Callable:
         )
         return out if np.ndim(sample_weight) == 2 else out[0]
 
-    return f
+    return _named(f"weighted_quantile({q:g})", f)

@@ -127,13 +127,21 @@ class _DPEstimator(PrivateEstimator):
             network, name, self.features_ = copy.deepcopy(self.model), "user", "none"
             why = f"the user's torch module ({type(self.model).__name__})"
         else:
-            choice = choose_model(
-                self.model, X.shape[1:], n_samples=n, epsilon=eps, n_outputs=n_outputs, seed=seed
-            )
+            try:
+                choice = choose_model(self.model, X.shape[1:], n_samples=n, epsilon=eps,
+                                      n_outputs=n_outputs, seed=seed)  # fmt: skip
+            except RuntimeError as exc:  # e.g. images too small for the network's layers
+                why = str(exc).splitlines()[0]
+                raise ValueError(f"model={self.model!r} cannot take examples of shape "
+                                 f"{X.shape[1:]}: {why}") from None  # fmt: skip
             network, name, why, self.features_ = (
                 choice.network, choice.name, choice.why, choice.features,
             )  # fmt: skip
-        x = self._inputs(X, bounds)
+        try:
+            x = self._inputs(X, bounds)
+        except RuntimeError as exc:  # the fixed features cannot take this shape
+            raise ValueError(f"model={self.model!r} cannot take examples of shape "
+                             f"{X.shape[1:]}: {str(exc).splitlines()[0]}") from None  # fmt: skip
         self._check_outputs(network, x[:1], n_outputs)
         extra = {}
         if self.device != "auto":  # issue 38's device= / world_size=, forwarded when set

@@ -20,6 +20,13 @@ def run_cli(capsys, *args):
     return code, out, err
 
 
+def interval(capsys, data, *args, out, seed=None):
+    """``dpuq interval --data DATA ARGS --alpha 0.1 --epsilon 1 [--seed S] -o OUT``."""
+    seeded = () if seed is None else ("--seed", seed)
+    return run_cli(capsys, "interval", "--data", data, *args, "--alpha", 0.1, "--epsilon", 1,
+                   *seeded, "-o", out)  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory):
     d = tmp_path_factory.mktemp("cohort")
@@ -73,25 +80,8 @@ def test_the_command_releases_what_python_releases(
 ):
     d, table = cohort
     out = tmp_path / "ci.json"
-    code, printed, err = run_cli(
-        capsys,
-        "interval",
-        "--data",
-        d / "cohort.npy",
-        "--statistic",
-        name,
-        *flags,
-        "--statistic-bounds",
-        *bounds,
-        "--alpha",
-        0.1,
-        "--epsilon",
-        1,
-        "--seed",
-        5,
-        "-o",
-        out,
-    )
+    code, printed, err = interval(capsys, d / "cohort.npy", "--statistic", name, *flags,
+                                  "--statistic-bounds", *bounds, seed=5, out=out)  # fmt: skip
     assert code == 0, err
     rec = json.loads(out.read_text())
     with warnings.catch_warnings():
@@ -114,28 +104,8 @@ def test_the_command_releases_what_python_releases(
 def test_header_names_and_the_population_value(cohort, tmp_path, capsys):
     d, _ = cohort
     out = tmp_path / "slope.json"
-    code, _, err = run_cli(
-        capsys,
-        "interval",
-        "--data",
-        d / "cohort.csv",
-        "--statistic",
-        "ols-slope",
-        "--columns",
-        "age",
-        "sbp",
-        "--statistic-bounds",
-        -5,
-        5,
-        "--alpha",
-        0.1,
-        "--epsilon",
-        1,
-        "--seed",
-        1,
-        "-o",
-        out,
-    )
+    code, _, err = interval(capsys, d / "cohort.csv", "--statistic", "ols-slope", "--columns",
+                            "age", "sbp", "--statistic-bounds", -5, 5, seed=1, out=out)  # fmt: skip
     assert code == 0, err
     rec = json.loads(out.read_text())
     assert rec["columns"] == ["age", "sbp"] and rec["informative"] is True
@@ -144,77 +114,22 @@ def test_header_names_and_the_population_value(cohort, tmp_path, capsys):
     assert rec["upper"] - rec["lower"] < 1.0
 
 
-BAD = [
-    (["--statistic", "auc", "--columns", "2", "3", "--bounds", "0", "1"], "--statistic-bounds"),
-    (["--statistic", "auc", "--columns", "2", "3"], "--statistic-bounds LO HI"),
-    (["--statistic", "auc", "--columns", "2", "0", "--statistic-bounds", "0", "1"], "0 and 1"),
-    (["--statistic", "sd", "--columns", "0", "1", "--statistic-bounds", "0", "9"], "--column"),
-    (
-        ["--statistic", "correlation", "--column", "0", "--statistic-bounds", "-1", "1"],
-        "--columns X Y",
-    ),
-    (["--statistic", "auc", "--columns", "2", "3", "--statistic-bounds", "1", "0"], "LO < HI"),
-    (
-        [
-            "--statistic",
-            "auc",
-            "--columns",
-            "2",
-            "3",
-            "--statistic-bounds",
-            "0",
-            "1",
-            "--clip-second",
-            "0",
-            "1",
-        ],
-        "--clip-second: --statistic auc has no continuous column 2",
-    ),
-    (
-        ["--statistic", "logistic-slope", "--columns", "1", "3", "--statistic-bounds", "-5", "5"],
-        "--center",
-    ),
-    (
-        [
-            "--statistic",
-            "auc",
-            "--columns",
-            "2",
-            "3",
-            "--statistic-bounds",
-            "0",
-            "1",
-            "--center",
-            "1",
-            "--scale",
-            "1",
-        ],
-        "--center and --scale",
-    ),
-    (
-        [
-            "--statistic",
-            "mean",
-            "--column",
-            "0",
-            "--bounds",
-            "0",
-            "100",
-            "--statistic-bounds",
-            "0",
-            "1",
-        ],
-        "--statistic-bounds applies to the other statistics",
-    ),
-    (
-        ["--statistic", "auc", "--columns", "crp", "sepsis", "--statistic-bounds", "0", "1"],
-        "0-based indices",
-    ),
-    (
-        ["--statistic", "auc", "--columns", "2", "7", "--statistic-bounds", "0", "1"],
-        "has 4 column(s)",
-    ),
-]
+AUC = "--statistic auc --columns 2 3 --statistic-bounds 0 1"
+BAD = [  # (the options after --data, split on spaces; what the one error line says)
+    (f"{AUC} --bounds 0 1", "--statistic-bounds"),
+    ("--statistic auc --columns 2 3", "--statistic-bounds LO HI"),
+    ("--statistic auc --columns 2 0 --statistic-bounds 0 1", "0 and 1"),
+    ("--statistic sd --columns 0 1 --statistic-bounds 0 9", "--column"),
+    ("--statistic correlation --column 0 --statistic-bounds -1 1", "--columns X Y"),
+    ("--statistic auc --columns 2 3 --statistic-bounds 1 0", "LO < HI"),
+    (f"{AUC} --clip-second 0 1", "--clip-second: --statistic auc has no continuous column 2"),
+    ("--statistic logistic-slope --columns 1 3 --statistic-bounds -5 5", "--center"),
+    (f"{AUC} --center 1 --scale 1", "--center and --scale"),
+    ("--statistic mean --column 0 --bounds 0 100 --statistic-bounds 0 1",
+     "--statistic-bounds applies to the other statistics"),
+    ("--statistic auc --columns crp sepsis --statistic-bounds 0 1", "0-based indices"),
+    ("--statistic auc --columns 2 7 --statistic-bounds 0 1", "has 4 column(s)"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("extra, match", BAD)
@@ -222,22 +137,9 @@ def test_refusals_are_one_line_and_cost_nothing(cohort, tmp_path, capsys, extra,
     d, _ = cohort
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("cohort", epsilon=5.0)
-    code, _, err = run_cli(
-        capsys,
-        "interval",
-        "--data",
-        d / "cohort.npy",
-        *extra,
-        "--alpha",
-        0.1,
-        "--epsilon",
-        1,
-        "--ledger",
-        tmp_path / "l.sqlite",
-        "--dataset",
-        "cohort",
-        "-o",
-        tmp_path / "x.json",
+    ledger = ("--ledger", tmp_path / "l.sqlite", "--dataset", "cohort")
+    code, _, err = interval(
+        capsys, d / "cohort.npy", *extra.split(), *ledger, out=tmp_path / "x.json"
     )
     assert code == 2 and len(err.strip().splitlines()) == 1 and match in err, err
     assert led.releases("cohort") == [] and not (tmp_path / "x.json").exists()
@@ -282,8 +184,7 @@ def test_columns_by_header_name_first_then_by_index(tmp_path, capsys):
 )  # fmt: skip
 def test_options_that_do_not_apply_are_refused(cohort, tmp_path, capsys, extra, match):
     d, _ = cohort
-    code, _, err = run_cli(capsys, "interval", "--data", d / "cohort.npy", *extra, "--alpha",
-                           0.1, "--epsilon", 1, "-o", tmp_path / "x.json")  # fmt: skip
+    code, _, err = interval(capsys, d / "cohort.npy", *extra, out=tmp_path / "x.json")
     assert code == 2 and match in err and len(err.strip().splitlines()) == 1, err
 
 
@@ -291,30 +192,10 @@ def test_a_general_release_charges_once_with_its_settings(cohort, tmp_path, caps
     d, _ = cohort
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("cohort", epsilon=5.0)
-    code, _, err = run_cli(
-        capsys,
-        "interval",
-        "--data",
-        d / "cohort.csv",
-        "--statistic",
-        "correlation",
-        "--columns",
-        "age",
-        "sbp",
-        "--statistic-bounds",
-        -1,
-        1,
-        "--alpha",
-        0.1,
-        "--epsilon",
-        1,
-        "--ledger",
-        tmp_path / "l.sqlite",
-        "--dataset",
-        "cohort",
-        "-o",
-        tmp_path / "r.json",
-    )
+    ledger = ("--ledger", tmp_path / "l.sqlite", "--dataset", "cohort")
+    code, _, err = interval(capsys, d / "cohort.csv", "--statistic", "correlation", "--columns",
+                            "age", "sbp", "--statistic-bounds", -1, 1, *ledger,
+                            out=tmp_path / "r.json")  # fmt: skip
     assert code == 0, err
     (row,) = led.releases("cohort")
     assert row.epsilon == 1.0 and row.settings["columns"] == ["age", "sbp"]

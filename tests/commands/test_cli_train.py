@@ -37,11 +37,15 @@ def files(tmp_path_factory):
     return d
 
 
+def _ledger(tmp_path) -> tuple:
+    """``--ledger PATH --dataset clinic`` for a ledger in ``tmp_path``."""
+    return ("--ledger", tmp_path / "l.sqlite", "--dataset", "clinic")
+
+
 def _outputs(capsys, model, features, out, *extra):
     """``dpuq outputs``; returns the exit status (0 expected)."""
-    return run_cli(capsys, "outputs", "--model", model, "--features", features, "-o", out, *extra)[
-        0
-    ]
+    args = ("outputs", "--model", model, "--features", features, "-o", out, *extra)
+    return run_cli(capsys, *args)[0]
 
 
 def _train(capsys, files, out, *extra):
@@ -191,21 +195,8 @@ def test_refusals_are_one_line_and_cost_nothing(files, tmp_path, capsys, extra, 
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("clinic", epsilon=10.0, delta=1e-4)
     extra = [str(files / "tr_y.csv") if a == "Y" else a for a in extra]
-    args = [
-        "train",
-        "--features",
-        files / "tr_x.csv",
-        "--epsilon",
-        1,
-        "--delta",
-        1e-5,
-        "--ledger",
-        tmp_path / "l.sqlite",
-        "--dataset",
-        "clinic",
-        "-o",
-        tmp_path / "m.pkl",
-    ]
+    args = ["train", "--features", files / "tr_x.csv", "--epsilon", 1, "--delta", 1e-5,
+            *_ledger(tmp_path), "-o", tmp_path / "m.pkl"]  # fmt: skip
     code, _, err = run_cli(capsys, *args, *extra)  # later flags win: --epsilon 50, --delta 2
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and match in err, err
@@ -242,16 +233,7 @@ def test_a_training_charges_its_epsilon_and_delta_once(files, tmp_path, capsys, 
     assert code == 2 and "ledger" in err and not (tmp_path / "m.pkl").exists()
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("clinic", epsilon=5.0, delta=1e-4)
-    code, _, err = run_cli(
-        capsys,
-        *base,
-        "--ledger",
-        tmp_path / "l.sqlite",
-        "--dataset",
-        "clinic",
-        "-o",
-        tmp_path / "m.pkl",
-    )
+    code, _, err = run_cli(capsys, *base, *_ledger(tmp_path), "-o", tmp_path / "m.pkl")
     assert code == 0, err
     (row,) = led.releases("clinic")
     assert row.epsilon == pytest.approx(1.0, abs=1e-3) and row.delta == 1e-5

@@ -167,6 +167,12 @@ def test_columns_by_header_name_first_then_by_index(tmp_path, capsys):
             for i, (u, v) in enumerate(zip(a, b, strict=True))
         )
     np.testing.assert_array_equal(read_column(tmp_path / "u.csv", "1"), b)
+    with open(tmp_path / "pandas.csv", "w") as fh:  # df.to_csv(): an unnamed index column
+        fh.write(",x,y\n")
+        fh.writelines(f"{i},{float(u)!r},{float(v)!r}\n" for i, (u, v) in
+                      enumerate(zip(a, b, strict=True)))  # fmt: skip
+    np.testing.assert_array_equal(read_column(tmp_path / "pandas.csv", "0"), a)  # not 0, 1, ..
+    np.testing.assert_array_equal(read_column(tmp_path / "pandas.csv", "y"), b)
     with pytest.raises(ValueError, match="--columns 5: no such column"):
         read_column(tmp_path / "u.csv", "5", flag="--columns")
 

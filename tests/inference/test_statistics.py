@@ -132,6 +132,29 @@ def test_constant_columns_and_undefined_logistic_fits_are_no_estimate():
             assert np.isnan(f(fine, zero)).all()
 
 
+def test_second_review_findings():
+    """A column constant among the weighted rows but not at row 0 (a zero weight there) was
+    ~1e-16 off centre (slopes of 2e15); per-coordinate step clipping turned Newton's
+    direction, so near-separated fits that have a maximum cycled and came out NaN; a fixed
+    ridge was rounded away at large weights and one singular row failed the whole call."""
+    rows = np.column_stack([np.r_[1.0, np.zeros(36)], np.random.default_rng(6).normal(size=37)])
+    w = np.r_[0.0, np.full(36, 5000 / 37)]  # row 0 (the only one with x = 1) weighs nothing
+    assert np.isnan(st.ols_slope(0, 1)(rows, w)) and np.isnan(st.correlation(0, 1)(rows, w))
+    assert st.standard_deviation(0)(rows, w) == 0.0
+    # one overlapping point: the maximum exists (a large slope), and is found
+    x = np.linspace(-2, 2, 30)
+    z = (x > 0).astype(float)
+    z[np.argmin(np.abs(x - 0.2))] = 0.0  # one non-event among the events' side
+    z[np.argmin(np.abs(x + 0.2))] = 1.0  # and one event among the others
+    slope = float(st.logistic_slope()(np.column_stack([x, z]), np.ones(30)))
+    ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(x[:, None], z)
+    assert np.isfinite(slope) and slope == pytest.approx(ref.coef_[0, 0], rel=1e-4)
+    flat = np.column_stack([np.full(30, 2.0), z])
+    big = np.vstack([np.full(30, 1e9), np.ones(30)])  # the first row's Hessian is singular
+    out = st.logistic_slope()(np.column_stack([x, z]), big)
+    assert np.isfinite(out[1]) and np.isnan(st.logistic_slope()(flat, big)).all()
+
+
 def test_the_factories_name_their_statistics():
     assert st.ols_slope().__name__ == "ols_slope" and st.auc().__name__ == "auc"
     assert st.clipped(st.variance(), {0: (0, 1)}).__name__ == "clipped variance"

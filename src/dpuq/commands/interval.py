@@ -156,7 +156,7 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
     if column is None:
         return read_vector(path, name).astype(float)
     suffix = check_read_suffix(p, label)
-    index = int(column) if column.isdigit() else None
+    index = int(column) if column.isascii() and column.isdigit() else None
 
     def out_of_range(width: int) -> ValueError:
         return ValueError(f"{flag} {column}: no such column ({label} has {width} column(s))")
@@ -195,20 +195,20 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
     else:
         from dpuq.io._text import header_column, is_data_line, text_layout, with_decimal_points
 
-        delimiter, skip, _ = text_layout(p, label)
-        try:  # a header name first; an index where no column has that name
+        delimiter, skip, usecols = text_layout(p, label)  # usecols: without pandas' index
+        with open(p, encoding="utf-8-sig") as fh:
+            lines = [line for line in fh.readlines()[skip:] if is_data_line(line)]
+        lines = with_decimal_points(lines, delimiter)  # `;` files: decimal commas, as dpuq.io
+        first = (lines[0].split(delimiter) if delimiter else lines[0].split()) if lines else []
+        data_columns = list(usecols) if usecols is not None else list(range(len(first)))
+        try:  # a header name first; an index (of the data columns) where none has that name
             position = header_column(p, label, column, delimiter, skip)
         except ValueError:
             if index is None:
                 raise
-            position = index
-        with open(p, encoding="utf-8-sig") as fh:
-            lines = [line for line in fh.readlines()[skip:] if is_data_line(line)]
-        lines = with_decimal_points(lines, delimiter)  # `;` files: decimal commas, as dpuq.io
-        if lines:
-            first = lines[0].split(delimiter) if delimiter else lines[0].split()
-            if position >= len(first):
-                raise out_of_range(len(first))
+            if index >= len(data_columns):
+                raise out_of_range(len(data_columns)) from None
+            position = data_columns[index]
         try:
             arr = np.loadtxt(lines, delimiter=delimiter, usecols=[position], ndmin=1)
         except ValueError:

@@ -265,6 +265,9 @@ def _model_name(args, x, k) -> str:
         choice = choose_model(args.model, x.shape[1:], n_samples=int(x.shape[0]),
                               epsilon=float(args.epsilon), n_outputs=k or 1, seed=0)  # fmt: skip
     except RuntimeError as exc:  # images too small for the network's layers
+        from dpuq.training._dp_estimator import _reraise_resource_errors
+
+        _reraise_resource_errors(exc)
         shape = " ".join(map(str, x.shape[1:]))
         raise ValueError(f"--model {args.model} cannot take inputs of shape {shape} "
                          f"(--image-shape): {str(exc).splitlines()[0]}") from None  # fmt: skip

@@ -106,11 +106,12 @@ def _wmean(w: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _centred(w: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``v`` minus its weighted mean, per weight row: shifted by its first value first, so
-    that a constant column is exactly 0 (a weighted mean of a constant such as 0.1 is not
+    """``v`` minus its weighted mean, per weight row ``(T, b)``: shifted first by its value
+    at the row's first positively weighted position, so that a column constant among the
+    rows with weight is exactly 0 there (a weighted mean of a constant such as 0.1 is not
     exactly 0.1, and its ~1e-17 deviations would make a slope of 1e16 out of nothing)."""
-    v = v - v[0]
-    return v - _wmean(w, v)[:, None]
+    shifted = v[None, :] - v[np.argmax(w > 0, axis=1)][:, None]
+    return shifted - ((w * shifted).sum(axis=1) / w.sum(axis=1))[:, None]
 
 
 def _named(name: str, f: Callable) -> Callable:
@@ -278,7 +279,8 @@ def logistic_slope(
     x: int = 0, z: int = 1, *, center: float = 0.0, scale: float = 1.0, iterations: int = 25
 ) -> Callable:
     """Slope of an unpenalised weighted logistic regression of the 0/1 column ``z`` on
-    ``(x - center) / scale`` (Newton's method from 0; steps clipped to ±5).
+    ``(x - center) / scale`` (Newton's method from 0; steps scaled down to at most 5 in any
+    coordinate, their direction kept).
 
     ``center`` and ``scale`` must be public (domain knowledge), never the data's mean or SD.
     NaN (no estimate) where the slope is not defined: no event or no non-event among the
@@ -315,8 +317,12 @@ def logistic_slope(
             p = expit(beta @ design.T)
             grad = (w * (zs - p)) @ design
             hess = ((w * p * (1 - p)) @ outer).reshape(-1, 2, 2)
-            hess[:, [0, 1], [0, 1]] += 1e-9
-            step = np.clip(np.linalg.solve(hess, grad[:, :, None])[:, :, 0], -5.0, 5.0)
+            ridge = 1e-9 * (1.0 + hess[:, 0, 0] + hess[:, 1, 1])  # relative: never singular
+            hess[:, [0, 1], [0, 1]] += ridge[:, None]
+            step = np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+            # at most 5 in any coordinate, Newton's direction kept (clipping each coordinate
+            # alone turned it, and near-separated fits that have a maximum cycled +5/-5)
+            step = step * np.minimum(1.0, 5.0 / np.abs(step).max(axis=1, keepdims=True))
             beta = beta + step
             if not np.any(np.abs(step) > 1e-10):  # converged (or NaN) in every row
                 break

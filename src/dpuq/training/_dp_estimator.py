@@ -37,6 +37,14 @@ PRIVATE_METHODS = ("dpsgd", "dpsgld")
 _PREDICT_BATCH = 4096
 
 
+def _reraise_resource_errors(exc: RuntimeError) -> None:
+    """Out of memory is not a shape the model cannot take: let it through as it is."""
+    if isinstance(exc, getattr(torch, "OutOfMemoryError", ())) or any(
+        word in str(exc).lower() for word in ("alloc", "out of memory")
+    ):
+        raise exc
+
+
 class _DPEstimator(PrivateEstimator):
     """Fit and predict shared by :class:`DPClassifier` and :class:`DPRegressor`."""
 
@@ -131,6 +139,7 @@ class _DPEstimator(PrivateEstimator):
                 choice = choose_model(self.model, X.shape[1:], n_samples=n, epsilon=eps,
                                       n_outputs=n_outputs, seed=seed)  # fmt: skip
             except RuntimeError as exc:  # e.g. images too small for the network's layers
+                _reraise_resource_errors(exc)
                 why = str(exc).splitlines()[0]
                 raise ValueError(f"model={self.model!r} cannot take examples of shape "
                                  f"{X.shape[1:]}: {why}") from None  # fmt: skip
@@ -140,6 +149,7 @@ class _DPEstimator(PrivateEstimator):
         try:
             x = self._inputs(X, bounds)
         except RuntimeError as exc:  # the fixed features cannot take this shape
+            _reraise_resource_errors(exc)
             raise ValueError(f"model={self.model!r} cannot take examples of shape "
                              f"{X.shape[1:]}: {str(exc).splitlines()[0]}") from None  # fmt: skip
         self._check_outputs(network, x[:1], n_outputs)

@@ -21,7 +21,8 @@ constant column, an empty group or 2×2 cell, a separated logistic fit) they ret
 estimand becomes the statistic on clipped data, but no single
 row can pull it far: on the held-out HMDA table, where one row of extreme leverage moves
 the plain slope from 0.59 to 0.70, intervals for the plain slope covered 0.52 and for the
-slope on ratios clipped to [0, 1] 0.88 (``benchmarks/bench_bounded_influence.py``).
+slope on ratios clipped to [0, 1] 0.90 (200 samples, ``benchmarks/bench_bounded_influence.py``,
+which also clips two heavy-tailed SDs).
 
 Examples
 --------

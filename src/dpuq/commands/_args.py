@@ -28,6 +28,7 @@ __all__ = [
     "charged_release",
     "float_arg",
     "open_ledger",
+    "ordered_pair",
     "release_header",
     "report_sets",
     "seed_arg",
@@ -83,6 +84,16 @@ def float_arg(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value
+
+
+def ordered_pair(values, flag: str) -> tuple[float, float]:
+    """A ``LO HI`` option (``nargs=2``) as ``(lo, hi)`` with ``lo < hi``; the error names
+    ``flag``."""
+    from dpuq.inference._data import check_bounds
+
+    if not values[0] < values[1]:
+        raise ValueError(f"{flag} must satisfy LO < HI, got {values[0]:g} {values[1]:g}")
+    return check_bounds(tuple(values))
 
 
 def add_seed_argument(parser) -> None:

@@ -11,6 +11,7 @@ from dpuq.commands._args import (
     add_seed_argument,
     charged_release,
     float_arg,
+    ordered_pair,
     release_header,
     write_release,
 )
@@ -221,14 +222,6 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
     return arr
 
 
-def _ordered(values, flag: str) -> tuple[float, float]:
-    from dpuq.inference._data import check_bounds
-
-    if not values[0] < values[1]:
-        raise ValueError(f"{flag} must satisfy LO < HI, got {values[0]:g} {values[1]:g}")
-    return check_bounds(tuple(values))
-
-
 GENERAL_ONLY = ("columns", "statistic_bounds", "clip", "clip_second", "center", "scale")
 
 
@@ -244,7 +237,7 @@ def _data_statistic(args):
     if args.bounds is None:
         raise ValueError(f"--bounds LO HI (the values' public range) is required with "
                          f"--statistic {args.statistic}")  # fmt: skip
-    bounds = _ordered(args.bounds, "--bounds")
+    bounds = ordered_pair(args.bounds, "--bounds")
     statistic = args.statistic.replace("-", "_")
     kw: dict = {"statistic": statistic, "bounds": bounds}
     if statistic == "quantile":
@@ -287,7 +280,7 @@ def _general_statistic(args):
     if args.statistic_bounds is None:
         raise ValueError(f"--statistic-bounds LO HI (a public range of the {stat}) is required "
                          f"with --statistic {stat}")  # fmt: skip
-    statistic_bounds = _ordered(args.statistic_bounds, "--statistic-bounds")
+    statistic_bounds = ordered_pair(args.statistic_bounds, "--statistic-bounds")
     if len(roles) == 1:
         if args.columns is not None:
             raise ValueError(f"--statistic {stat} takes one column: --column NAME, not --columns")
@@ -315,7 +308,7 @@ def _general_statistic(args):
             name = "--" + flag.replace("_", "-")
             if j >= len(roles) or roles[j] in BINARY_ROLES:
                 raise ValueError(f"{name}: --statistic {stat} has no continuous column {j + 1}")
-            clip[j] = _ordered(getattr(args, flag), name)
+            clip[j] = ordered_pair(getattr(args, flag), name)
     f = getattr(statistics, factory)(*range(len(roles)), **kw)
     if clip:
         f = statistics.clipped(f, clip)

@@ -78,6 +78,7 @@ def load_model(path) -> dict:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from dpuq.commands._outputs import _csv_text
     from dpuq.commands.train import read_features
     from dpuq.io import check_output_path
     from dpuq.io._atomic import atomic_write
@@ -106,8 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if out.suffix.lower() == ".npy":
             pending.write_with(lambda tmp: np.save(tmp, values))
         else:
-            body = "\n".join(",".join(repr(float(v)) for v in row) for row in values)
-            pending.write_text(",".join(header) + "\n" + body + "\n")
+            pending.write_text(_csv_text(values, header, integer=False))
 
     atomic_write(out, write, force=args.force)
     print(

@@ -19,6 +19,8 @@ from dpuq.commands._args import (
     add_seed_argument,
     charged_release,
     float_arg,
+    ordered_pair,
+    release_header,
     release_trail,
 )
 
@@ -138,13 +140,8 @@ def read_features(path, image_shape):
     return x.reshape((x.shape[0], *shape))
 
 
-def _bounds(values, flag: str):
-    if values is None:
-        return None
-    lo, hi = values
-    if not lo < hi:
-        raise ValueError(f"{flag} must satisfy LO < HI, got {lo:g} {hi:g}")
-    return (lo, hi)
+def _pair(values, flag: str):
+    return None if values is None else ordered_pair(values, flag)
 
 
 def _estimator(args, n_classes):
@@ -156,7 +153,7 @@ def _estimator(args, n_classes):
         "delta": check_in_open_unit(args.delta, "--delta"),
         "method": args.method,
         "model": args.model,
-        "feature_bounds": _bounds(args.feature_bounds, "--feature-bounds"),
+        "feature_bounds": _pair(args.feature_bounds, "--feature-bounds"),
         "show_progress": sys.stderr.isatty(),
         "random_state": args.seed,
     }
@@ -165,7 +162,7 @@ def _estimator(args, n_classes):
             raise ValueError(f"--epochs must be >= 1, got {args.epochs}")
         common["epochs"] = args.epochs
     if n_classes is None:
-        return DPRegressor(**common, target_bounds=_bounds(args.target_bounds, "--target-bounds"))
+        return DPRegressor(**common, target_bounds=_pair(args.target_bounds, "--target-bounds"))
     return DPClassifier(**common, classes=list(range(n_classes)))
 
 
@@ -231,9 +228,7 @@ def run(args: argparse.Namespace) -> int:
                 for note in est.privacy_report_.notes))  # fmt: skip
         report = est.privacy_report_
         record = {
-            "format": MODEL_FORMAT,
-            "format_version": MODEL_FORMAT_VERSION,
-            "dpuq_version": _version(),
+            **release_header(MODEL_FORMAT, MODEL_FORMAT_VERSION),
             "task": task,
             "classes": classes_from,
             "estimator": est,
@@ -265,16 +260,9 @@ def _model_name(args, x, k) -> str:
         choice = choose_model(args.model, x.shape[1:], n_samples=int(x.shape[0]),
                               epsilon=float(args.epsilon), n_outputs=k or 1, seed=0)  # fmt: skip
     except RuntimeError as exc:  # images too small for the network's layers
-        from dpuq.training._dp_estimator import _reraise_resource_errors
+        from dpuq.training._dp_estimator import shape_refusal
 
-        _reraise_resource_errors(exc)
         shape = " ".join(map(str, x.shape[1:]))
-        raise ValueError(f"--model {args.model} cannot take inputs of shape {shape} "
-                         f"(--image-shape): {str(exc).splitlines()[0]}") from None  # fmt: skip
+        what = f"--model {args.model} cannot take inputs of shape {shape} (--image-shape)"
+        raise shape_refusal(exc, what) from None
     return choice.name
-
-
-def _version() -> str:
-    from dpuq._version import __version__
-
-    return __version__

@@ -37,12 +37,15 @@ PRIVATE_METHODS = ("dpsgd", "dpsgld")
 _PREDICT_BATCH = 4096
 
 
-def _reraise_resource_errors(exc: RuntimeError) -> None:
-    """Out of memory is not a shape the model cannot take: let it through as it is."""
+def shape_refusal(exc: RuntimeError, what: str) -> ValueError:
+    """The one-line ``ValueError`` for a network or fixed features that cannot take an input
+    shape (torch's ``RuntimeError``), ``what`` first; out of memory is not such a refusal and
+    is raised again as it is."""
     if isinstance(exc, getattr(torch, "OutOfMemoryError", ())) or any(
         word in str(exc).lower() for word in ("alloc", "out of memory")
     ):
         raise exc
+    return ValueError(f"{what}: {str(exc).splitlines()[0]}")
 
 
 class _DPEstimator(PrivateEstimator):
@@ -131,6 +134,7 @@ class _DPEstimator(PrivateEstimator):
             self.feature_bounds, int(np.prod(X.shape[1:]) if not images else 1), images=images
         )
         n = int(X.shape[0])
+        refusal = f"model={self.model!r} cannot take examples of shape {X.shape[1:]}"
         if isinstance(self.model, nn.Module):
             network, name, self.features_ = copy.deepcopy(self.model), "user", "none"
             why = f"the user's torch module ({type(self.model).__name__})"
@@ -139,19 +143,14 @@ class _DPEstimator(PrivateEstimator):
                 choice = choose_model(self.model, X.shape[1:], n_samples=n, epsilon=eps,
                                       n_outputs=n_outputs, seed=seed)  # fmt: skip
             except RuntimeError as exc:  # e.g. images too small for the network's layers
-                _reraise_resource_errors(exc)
-                why = str(exc).splitlines()[0]
-                raise ValueError(f"model={self.model!r} cannot take examples of shape "
-                                 f"{X.shape[1:]}: {why}") from None  # fmt: skip
+                raise shape_refusal(exc, refusal) from None
             network, name, why, self.features_ = (
                 choice.network, choice.name, choice.why, choice.features,
             )  # fmt: skip
         try:
             x = self._inputs(X, bounds)
         except RuntimeError as exc:  # the fixed features cannot take this shape
-            _reraise_resource_errors(exc)
-            raise ValueError(f"model={self.model!r} cannot take examples of shape "
-                             f"{X.shape[1:]}: {str(exc).splitlines()[0]}") from None  # fmt: skip
+            raise shape_refusal(exc, refusal) from None
         self._check_outputs(network, x[:1], n_outputs)
         extra = {}
         if self.device != "auto":  # issue 38's device= / world_size=, forwarded when set

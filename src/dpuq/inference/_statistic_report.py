@@ -3,6 +3,9 @@ public settings and released values pass through here)."""
 
 from __future__ import annotations
 
+import warnings
+
+from dpuq.inference._data import UninformativeIntervalWarning
 from dpuq.inference.confidence_interval import ConfidenceInterval
 from dpuq.privacy.report import PrivacyReport, Relation
 
@@ -78,3 +81,29 @@ def _finish(rows, statistic, name, method, alpha, scalar, report):
         ci = ConfidenceInterval(lower, upper, est, alpha, stat, method, informative, report, r)
         out.append(ci)
     return out[0] if scalar else tuple(out)
+
+
+def _trivial(lo: float, hi: float, why: str) -> dict:
+    """The whole of the bounds, said so; ``why`` is a function of public and released values."""
+    reason = (
+        f"{why} at this n, epsilon and number of subsets: the release is the whole of "
+        "statistic_bounds; use more data, a larger epsilon or one coordinate"
+    )
+    warnings.warn(f"uninformative interval: {reason}", UninformativeIntervalWarning, stacklevel=4)
+    return {"lower": lo, "upper": hi, "estimate": (lo + hi) / 2.0, "informative": False,
+            "reason": reason}  # fmt: skip
+
+
+def _subset_regime_caution(ratio: float) -> str:
+    """The caution of a release whose released spread between subsets is ``ratio`` times the
+    subsets' own bootstrap scale (a function of released values only)."""
+    return (
+        f"the spread between subsets is at least {ratio:.2g} times the subsets' own bootstrap "
+        "spread: the subset estimates are far from their large-sample behaviour (heavy "
+        "tails or too few rows per subset), where the jackknife may leave a bias of the "
+        "order of the standard error and coverage may fall below nominal. More data "
+        "(larger subsets) helps, slowly; a larger epsilon does not help where a few "
+        "extreme rows drive the statistic (the SD of a heavy-tailed variable): clip the "
+        "inputs to public bounds (dpuq.inference.statistics.clipped; "
+        "docs/how-to/general_intervals.md)"
+    )

@@ -29,6 +29,7 @@ from scipy.special import ndtri
 from dpuq._sealed import silenced
 from dpuq._validation import check_work
 from dpuq.inference.statistics import weighted_quantile
+from dpuq.mechanisms.discrete_laplace import lattice_laplace_scale
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
@@ -177,6 +178,22 @@ def _spread_from_count(count: float, s: int, radius: float) -> float | None:
         return None
     x = float(ndtri((1.0 + min(frac, SPREAD_FRACTION_CAP)) / 2.0))
     return radius / x
+
+
+#: A lattice-Laplace count's noise alone exceeds this many scales with probability
+#: :data:`SPREAD_NOISE_BETA`.
+NOISE_FLOOR_FACTOR = math.log(1.0 / (2.0 * SPREAD_NOISE_BETA))
+
+
+def _count_scale(part: float, e_count: float) -> float:
+    """The noise scale of a spread count given ``part`` of the counts' ε (sensitivity 1)."""
+    return lattice_laplace_scale(1.0, part * e_count)
+
+
+def _count_floor(which: int, e_count: float) -> float:
+    """The level below which spread count ``which`` says nothing: its lattice-Laplace noise
+    alone exceeds it with probability :data:`SPREAD_NOISE_BETA`. Public (ε only)."""
+    return _count_scale(SPREAD_SHARES[which], e_count) * NOISE_FLOOR_FACTOR
 
 
 def _log_sd_grid(lo: float, hi: float) -> np.ndarray:

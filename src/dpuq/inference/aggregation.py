@@ -11,6 +11,10 @@ for ("one of ``s`` inputs replaced").
 - :func:`_private_clamped_mean` — a private median (exponential mechanism over public
   candidates) and the mean clamped to a window around it (widened winsorised mean, Smith 2011):
   sensitivity ``(window width)/s`` instead of ``(range)/s``.
+- :func:`_em_value`, :func:`_em_quantile`, :func:`_tail_second_moment` and
+  :func:`_subsampling_coordinate` — the releases of :mod:`dpuq.inference.general` over its
+  subset estimates (exponential-mechanism windows and quantiles of sensitivity 1; a mean of
+  values in ``[0, 1]``, sensitivity ``1/s``), each with its argument in its docstring.
 - :func:`_tree_cdf` — all thresholds at once (Chadha et al. 2024, Theorem 2): a binary tree over the
 cells of
   a public grid, ``Laplace(2 D/(s ε))`` per node, prefix sums, then a monotone projection
@@ -308,3 +312,65 @@ def _tree_cdf(masses: np.ndarray, epsilon: float, rng: np.random.Generator) -> T
         use = ((j >> shift) & 1).astype(bool)
         noisy[use] += nodes[(j[use] >> shift) - 1]
     return TreeCDF(noisy, project_monotone(noisy), scale, depth)
+
+
+# --- the general path's releases over subset estimates (dpuq.inference.general) ----------
+
+
+def _em_value(values, candidates, epsilon, rng, half_width=None) -> float:
+    """Exponential mechanism over ``candidates`` (sensitivity 1): the median of ``values``, or
+    with ``half_width`` the candidate whose window ``c ± half_width`` holds the most values."""
+    if half_width is None:
+        u = median_utilities(values, candidates)
+    else:
+        u = window_count_utilities(values, candidates, half_width)
+    return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
+                                                  random_state=rng,
+                                                  ledger=CALLER_CHARGED)])  # fmt: skip
+
+
+def _em_quantile(values, candidates, level, epsilon, rng) -> float:
+    """Exponential-mechanism ``level`` quantile: utility ``-|#{v < c} - level s|``, sens. 1."""
+    v = np.sort(values)
+    below = np.searchsorted(v, candidates, side="left")
+    above = v.size - np.searchsorted(v, candidates, side="right")
+    target = level * v.size
+    u = -np.maximum(np.maximum(below - target, target - (v.size - above)), 0.0)
+    return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
+                                                  random_state=rng,
+                                                  ledger=CALLER_CHARGED)])  # fmt: skip
+
+
+def _tail_second_moment(theta, m: float, radius: float, epsilon: float, rng):
+    """``mean_k min(|θ_k - m|/radius, 1)² + Laplace(1/(s ε))``: ε-DP (step 3c').
+
+    In units of ``radius`` (no overflow, no underflow, whatever the bounds): each term lies in
+    ``[0, 1]`` (no estimate, NaN: 1, the farthest), and ``m`` and ``radius`` are released
+    before, so one subset replaced moves the mean by at most ``1/s``: the Laplace mechanism
+    with that sensitivity (through :func:`_private_clamped_mean`, whose window is
+    ``[0, 1]``). ``radius² × value`` estimates the mean squared deviation.
+    """
+    ratio = np.minimum(np.abs(np.asarray(theta, dtype=float) - m) / radius, 1.0)
+    dev2 = np.where(np.isnan(ratio), 1.0, ratio * ratio)
+    return _private_clamped_mean(dev2, epsilon=epsilon, half_width=0.5, center=0.5, rng=rng)
+
+
+def _subsampling_coordinate(theta, lo, hi, n, b, alpha, eps, rng, max_candidates) -> dict:
+    """``method="subsampling"`` of the general path, one coordinate: three exponential-mechanism
+    quantiles (``α/2``, ``1/2``, ``1 - α/2``; ``ε/3`` each, sensitivity 1: one of the ``s``
+    values replaced moves each rank count by at most 1) of the subset estimates over
+    ``max_candidates`` public candidates, and the subsampling interval around the median."""
+    cand = np.linspace(lo, hi, max_candidates)
+    # no estimate: alternately the two bounds (public positions), which widens the quantiles
+    # (conservative) where the centre of the bounds made an interval of failures look narrow
+    ends = np.where(np.arange(theta.size) % 2 == 0, lo, hi)
+    theta = np.where(np.isnan(theta), ends, theta)
+    q_lo, m, q_hi = (_em_quantile(theta, cand, lv, eps / 3.0, rng)
+                     for lv in (alpha / 2.0, 0.5, 1.0 - alpha / 2.0))  # fmt: skip
+    r = math.sqrt(b / n)
+    return {
+        "lower": max(min(m - r * (q_hi - m), m), lo),
+        "upper": min(max(m - r * (q_lo - m), m), hi),
+        "estimate": m,
+        "subset_quantiles": (q_lo, q_hi),
+    }

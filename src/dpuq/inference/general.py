@@ -26,12 +26,9 @@ with a subsample-and-aggregate point estimate.
    trade-off; at least twice the level the spread's first count's noise alone reaches, so
    that the count can be read) gives the spread and the estimate of steps 3c-d; the
    bootstrap runs on the locating subsets only. At ``n = 5000``, ε = 1 that is
-   ``b_0 = 25`` and ``b = 50``: the jackknife's remaining bias ``O(1/b²)`` is a quarter, and
-   the subset estimates of a nonlinear statistic are nearer to normal (skewness ``∝ 1/sqrt(b)``)
-   and fail less often (separation, empty cells), for a clamped mean whose noise is
-   ``sqrt(2)`` times larger against the standard error. On the validity zoo this took the
-   general path's mean coverage from 0.84 to 0.89 (``docs/how-to/general_intervals.md``). An
-   integer ``n_subsets`` gives one partition (``s = s_0``), as before.
+   ``b_0 = 25`` and ``b = 50`` (a quarter of the jackknife's remaining bias, estimates nearer
+   to normal, for ``sqrt(2)`` times the mean's noise against the standard error;
+   ``docs/how-to/general_intervals.md``). An integer ``n_subsets`` gives one partition.
 2. Per subset ``k``: ``θ_k = clamp(f(X_k, n/b))`` (every row weighted ``n/b``, so every call
    sees total weight ``n``, as the full data would), bias-corrected by the jackknife on the
    subset's own rows (``bias_correction=True``, the default for a callable ``f``; Smith 2011
@@ -39,19 +36,16 @@ with a subsample-and-aggregate point estimate.
    ``g = min(50, b)`` groups partitioning the ``b`` rows (delete-one for ``b <= 50``),
    ``θ_(-j)`` the fit without group ``j`` and ``θ_k = clamp(θ_k - mean_j (θ_(-j) - θ_k)
    (b - d_j)/d_j)`` (:func:`~dpuq.inference._subsets.jackknife_correct`). A bias
-   ``a/b + O(1/b²)`` becomes ``O(1/b²)``; without it the mean of ``s`` subset estimates keeps
-   the ``a/b`` bias while its standard error shrinks like ``1/sqrt(n)``, which on real data
-   took an OLS slope's coverage to 0.1 (issue 33). And ``sd_k``, the standard deviation of
+   ``a/b + O(1/b²)`` becomes ``O(1/b²)`` (without it the mean keeps ``a/b`` while its
+   standard error shrinks like ``1/sqrt(n)``). And ``sd_k``, the standard deviation of
    ``T`` bootstrap values ``clamp(f(X_k, W_t))`` (times ``sqrt(b/(b-1))``; BLB:
    ``sqrt(n/b)``), a *preliminary* scale only. ``clamp`` is the projection on the public
    ``statistic_bounds``. A call that raises (any ``BaseException`` but ``KeyboardInterrupt``)
    or returns a non-finite value is **no estimate**: it is in no window of step 3 (the
    location's and the spread's counts leave it out, so the spread is wider: conservative) and
-   the mean of step 3d takes it at the released location ``m`` (before the fourth wave: the
-   centre of the bounds, which pulled the mean towards it by the share of such subsets; a
-   group mean with no row of the group in a subset of 25 rows, or an odds ratio with an empty
-   cell, took coverage to 0.66 and 0). Each call gets its own weight array and read-only rows;
-   ``f``'s warnings, output and log records are swallowed (:mod:`dpuq.inference._subsets`).
+   the mean of step 3d takes it at the released location ``m``. Each call gets its own
+   weight array and read-only rows; ``f``'s warnings, output and log records are swallowed
+   (:mod:`dpuq.inference._subsets`).
 3. Released, per coordinate, in this order (each step's windows and grids are functions of
    the earlier releases, i.e. post-processing):
 
@@ -68,34 +62,24 @@ with a subsample-and-aggregate point estimate.
       each plus exact
       Laplace noise; with ``c`` the first count, or the second where the first is below
       ``s/4`` or below what its noise alone reaches with probability
-      :data:`SPREAD_NOISE_BETA` (it says too little; before issue 33's sixth session such a
-      first count made the release trivial although the second could be read), the
+      :data:`~dpuq.inference._subsets.SPREAD_NOISE_BETA` (it says too little), the
       normal-equivalent spread of one subset's estimate is
       ``σ_b = r / Φ⁻¹((1 + c/s)/2)`` (:func:`_spread_from_count`);
    c'. **a spread that sees the tail**: with ``R = 5 σ_b`` (released), ``V``, the mean of
       ``min(|θ_k - m|/R, 1)²`` (no estimate: 1) plus exact Laplace noise, with a fifth of
       what the location leaves (:data:`TAIL_SHARE`; step d gets the other four fifths); the
-      spread used from here on is the larger of ``σ_b`` and ``R sqrt(V)``. A count measures
-      the spread of the *core* of the ``θ_k``: on skewed subset estimates (the SD of a
-      heavy-tailed variable, a correlation driven by a few extreme rows) most of their
-      variance sits in a few subsets, and the count's normal-equivalent spread was 0.58-0.87
-      of their standard deviation; the window of step d, ``κ`` of those spreads, then clipped
-      their tail, biasing the mean by 1-1.7 standard errors (NMES1988's and spam7's SD, zoo
-      samples). The second moment sees the tail. At ``s = 100``, ε = 1 its noise scale is
-      about 2.5 ``σ_b²``, larger than ``σ_b²`` itself: it widens many intervals by noise
-      alone (the larger of the two: conservative, never narrower), which costs a normal law
-      1.55 times its width (1.23 times at ``s = 64``, ε = 3;
-      ``benchmarks/bench_subset_tails.py``), and on skewed laws coverage still falls below
-      nominal as ε grows at a fixed subset size (the clamp at ``5 σ_b`` of the core);
+      spread used from here on is the larger of ``σ_b`` and ``R sqrt(V)``. A count reads the
+      spread of the *core* of the ``θ_k``; on skewed subset estimates most of their variance
+      sits in a few subsets, which the second moment sees. Its noise (scale about 2.5
+      ``σ_b²`` at ``s = 100``, ε = 1) only ever widens: a normal law pays 1.55 times its width
+      (``benchmarks/bench_subset_tails.py``; the how-to has the figures);
    d. the estimate ``θ̃``: the mean of the ``θ_k`` clamped to ``m ± (κ σ_b + step)``,
       ``κ = 4``, ``step`` the candidates' spacing (``u_0/2``, or ``(hi - lo)/10000`` if larger),
       plus exact Laplace noise.
 
-   Why the between-subset count and not the bootstrap (before the fourth wave): the mean of ``s``
-   subset estimates has variance ``Var(θ_k)/s`` exactly, and the ``θ_k`` themselves show
-   it. The bootstrap of ``b`` rows measures the spread of the *uncorrected* estimate from the
-   rows at hand: on skewed data at ``b = 25`` its geometric mean was 0.22-0.87 of the
-   corrected estimates' spread (issue 33), and intervals covered 0.01-0.7.
+   The spread is read between subsets, not from their bootstraps: the mean of ``s`` subset
+   estimates has variance ``Var(θ_k)/s`` exactly, while a bootstrap of ``b`` rows sees only
+   the *uncorrected* estimate's spread on the rows at hand (0.22-0.87 of it on skewed data).
 4. The interval ``θ̃ ± q``, ``q`` the ``1 - α/2`` quantile of ``N(0, σ_b²/s)`` plus the
    Laplace noise of ``θ̃`` (folded in exactly), intersected with ``statistic_bounds``. When
    the released ratio ``σ_b / u`` exceeds :data:`SPREAD_RATIO_CAUTION` the release carries a
@@ -144,12 +128,11 @@ subsets (the automatic estimating subsets have ``b ∝ n^(2/5) ε^(2/5)``, so
 ``b⁴ ∝ n^(8/5)``); and the subset estimates' spread is held by ``5 σ_b`` (the tail's
 second moment, step 3c') and their tails by ``κ = 4`` of the larger spread.
 The weak point is small subsets (``b`` of a few tens) of heavy-tailed data (skewness of 5 and
-more): there the corrected estimates keep a bias of about one standard error and a long tail
-(the location is the densest window, near their mode, so the window of step 3d clips what of
-that tail lies beyond ``κ`` spreads, and the tail's second moment is itself clamped at
-``5 σ_b`` and noisy), and coverage can fall
-below nominal (``docs/how-to/general_intervals.md``, the validity zoo); the report says so
-whenever ``b < 100`` (``RELIABLE_SUBSET``; public: ``n``, ε and ``s`` only). Statistics that are
+more): there the corrected estimates keep a bias of about one standard error that shrinks
+only like ``1/sqrt(b)``, and their spread misses the rows that make the full sample vary
+(``benchmarks/bench_subset_bias.py``), so coverage can fall below nominal (the validity zoo,
+``docs/how-to/general_intervals.md``); the report says so whenever ``b < 100``
+(``RELIABLE_SUBSET``; public: ``n``, ε and ``s`` only). Statistics that are
 not defined on every small subset (a logistic fit with separation, an odds ratio with an
 empty cell) are no estimate there: they are taken at the released location ``m`` in the
 mean, which pulls it towards ``m`` by their share times the distance from ``m`` to the mean of
@@ -179,18 +162,24 @@ import numpy as np
 
 from dpuq._sealed import child_generator
 from dpuq._validation import check_epsilon, check_in_open_unit, check_work
-from dpuq.inference._data import SubsetRegimeWarning, UninformativeIntervalWarning
-from dpuq.inference._statistic_report import _finish, _report
+from dpuq.inference._data import SubsetRegimeWarning
+from dpuq.inference._statistic_report import (
+    _finish,
+    _report,
+    _subset_regime_caution,
+    _trivial,
+)
 from dpuq.inference._subsets import (
     LOCATION_BETA,
     MIN_LOCATING_SUBSET,
     SPREAD_FRACTION_MIN,
-    SPREAD_NOISE_BETA,
     SPREAD_RADII,
     SPREAD_SHARES,
     SPREAD_SWITCH,
     SubsetSummaries,
     _check_statistic_bounds,
+    _count_floor,
+    _count_scale,
     _log_sd_grid,
     _rows,
     _spread_from_count,
@@ -202,16 +191,15 @@ from dpuq.inference._subsets import (
     weighted_quantile,
 )
 from dpuq.inference.aggregation import (
+    _em_value,
     _private_clamped_mean,
-    median_utilities,
-    window_count_utilities,
+    _subsampling_coordinate,
+    _tail_second_moment,
 )
 from dpuq.inference.confidence_interval import ConfidenceInterval
 from dpuq.inference.ensemble import _resolve_resamples
 from dpuq.inference.normal_laplace import normal_laplace_quantile
-from dpuq.mechanisms.discrete_laplace import laplace_release, lattice_laplace_scale
-from dpuq.mechanisms.exponential import exponential_mechanism
-from dpuq.privacy.ledger import CALLER_CHARGED
+from dpuq.mechanisms.discrete_laplace import laplace_release
 
 __all__ = [
     "DEFAULT_GENERAL_RESAMPLES",
@@ -264,30 +252,6 @@ SPREAD_RATIO_CAUTION = 2.0
 
 
 # --- the releases -------------------------------------------------------------------------------
-
-
-def _em_value(values, candidates, epsilon, rng, half_width=None) -> float:
-    """Exponential mechanism over ``candidates`` (sensitivity 1): the median of ``values``, or
-    with ``half_width`` the candidate whose window ``c ± half_width`` holds the most values."""
-    if half_width is None:
-        u = median_utilities(values, candidates)
-    else:
-        u = window_count_utilities(values, candidates, half_width)
-    return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
-                                                  random_state=rng,
-                                                  ledger=CALLER_CHARGED)])  # fmt: skip
-
-
-def _em_quantile(values, candidates, level, epsilon, rng) -> float:
-    """Exponential-mechanism ``level`` quantile: utility ``-|#{v < c} - level s|``, sens. 1."""
-    v = np.sort(values)
-    below = np.searchsorted(v, candidates, side="left")
-    above = v.size - np.searchsorted(v, candidates, side="right")
-    target = level * v.size
-    u = -np.maximum(np.maximum(below - target, target - (v.size - above)), 0.0)
-    return float(candidates[exponential_mechanism(u, epsilon=epsilon, sensitivity=1.0,
-                                                  random_state=rng,
-                                                  ledger=CALLER_CHARGED)])  # fmt: skip
 
 
 def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> dict:
@@ -369,32 +333,9 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
     higher = counts[use] + math.sqrt(2.0) * scales[use]
     ratio = (_spread_from_count(higher, s, SPREAD_RADII[use] * pre) or count_spread) / pre
     if ratio > SPREAD_RATIO_CAUTION:
-        out["caution"] = (
-            f"the spread between subsets is at least {ratio:.2g} times the subsets' own bootstrap "
-            "spread: the subset estimates are far from their large-sample behaviour (heavy "
-            "tails or too few rows per subset), where the jackknife may leave a bias of the "
-            "order of the standard error and coverage may fall below nominal. More data "
-            "(larger subsets) helps, slowly; a larger epsilon does not help where a few "
-            "extreme rows drive the statistic (the SD of a heavy-tailed variable): clip the "
-            "inputs to public bounds (dpuq.inference.statistics.clipped; "
-            "docs/how-to/general_intervals.md)"
-        )
+        out["caution"] = _subset_regime_caution(ratio)
         warnings.warn(out["caution"], SubsetRegimeWarning, stacklevel=4)
     return out
-
-
-def _tail_second_moment(theta, m: float, radius: float, epsilon: float, rng):
-    """``mean_k min(|θ_k - m|/radius, 1)² + Laplace(1/(s ε))``: ε-DP (step 3c').
-
-    In units of ``radius`` (no overflow, no underflow, whatever the bounds): each term lies in
-    ``[0, 1]`` (no estimate, NaN: 1, the farthest), and ``m`` and ``radius`` are released
-    before, so one subset replaced moves the mean by at most ``1/s``: the Laplace mechanism
-    with that sensitivity (through :func:`~dpuq.inference.aggregation._private_clamped_mean`,
-    whose window is ``[0, 1]``). ``radius² × value`` estimates the mean squared deviation.
-    """
-    ratio = np.minimum(np.abs(np.asarray(theta, dtype=float) - m) / radius, 1.0)
-    dev2 = np.where(np.isnan(ratio), 1.0, ratio * ratio)
-    return _private_clamped_mean(dev2, epsilon=epsilon, half_width=0.5, center=0.5, rng=rng)
 
 
 def _coordinate_budget(eps: float, share: float) -> tuple[float, float, float]:
@@ -404,50 +345,6 @@ def _coordinate_budget(eps: float, share: float) -> tuple[float, float, float]:
     e_est = share * eps
     e_pre = MEDIAN_SHARE["se"] * (eps - e_est)
     return e_est, e_pre, eps - e_est - e_pre
-
-
-#: A lattice-Laplace count's noise alone exceeds this many scales with probability
-#: :data:`SPREAD_NOISE_BETA`.
-NOISE_FLOOR_FACTOR = math.log(1.0 / (2.0 * SPREAD_NOISE_BETA))
-
-
-def _count_scale(part: float, e_count: float) -> float:
-    """The noise scale of a spread count given ``part`` of the counts' ε (sensitivity 1)."""
-    return lattice_laplace_scale(1.0, part * e_count)
-
-
-def _count_floor(which: int, e_count: float) -> float:
-    """The level below which spread count ``which`` says nothing: its lattice-Laplace noise
-    alone exceeds it with probability :data:`SPREAD_NOISE_BETA`. Public (ε only)."""
-    return _count_scale(SPREAD_SHARES[which], e_count) * NOISE_FLOOR_FACTOR
-
-
-def _trivial(lo: float, hi: float, why: str) -> dict:
-    """The whole of the bounds, said so; ``why`` is a function of public and released values."""
-    reason = (
-        f"{why} at this n, epsilon and number of subsets: the release is the whole of "
-        "statistic_bounds; use more data, a larger epsilon or one coordinate"
-    )
-    warnings.warn(f"uninformative interval: {reason}", UninformativeIntervalWarning, stacklevel=4)
-    return {"lower": lo, "upper": hi, "estimate": (lo + hi) / 2.0, "informative": False,
-            "reason": reason}  # fmt: skip
-
-
-def _subsampling_coordinate(theta, lo, hi, n, b, alpha, eps, rng) -> dict:
-    cand = np.linspace(lo, hi, MAX_CANDIDATES)
-    # no estimate: alternately the two bounds (public positions), which widens the quantiles
-    # (conservative) where the centre of the bounds made an interval of failures look narrow
-    ends = np.where(np.arange(theta.size) % 2 == 0, lo, hi)
-    theta = np.where(np.isnan(theta), ends, theta)
-    q_lo, m, q_hi = (_em_quantile(theta, cand, lv, eps / 3.0, rng)
-                     for lv in (alpha / 2.0, 0.5, 1.0 - alpha / 2.0))  # fmt: skip
-    r = math.sqrt(b / n)
-    return {
-        "lower": max(min(m - r * (q_hi - m), m), lo),
-        "upper": min(max(m - r * (q_lo - m), m), hi),
-        "estimate": m,
-        "subset_quantiles": (q_lo, q_hi),
-    }
 
 
 def _private_statistic_interval(
@@ -559,7 +456,7 @@ def _private_statistic_interval(
             )
         else:
             rows.append(_subsampling_coordinate(summ.theta[:, j], lo[j], hi[j], n, b, a,
-                                                e_c, rng))  # fmt: skip
+                                                e_c, rng, MAX_CANDIDATES))  # fmt: skip
     rs = loc.subset_size if resample_size == "subset" else n
     report = _report(eps, method, n, s, tt, p, share, rs, b, None, (s0, loc.subset_size))
     return _finish(rows, statistic, name, method, a, scalar, report)

@@ -285,12 +285,13 @@ def test_the_release_charges_and_reports_the_total_epsilon(tmp_path):
         )  # fmt: skip
     # too few subsets for the locations at this n and epsilon (a data-free bound): the whole
     # of statistic_bounds, said so, and nothing is spent
-    with pytest.warns(dpuq.UninformativeIntervalWarning, match="location may miss"):
+    with pytest.warns(dpuq.UninformativeIntervalWarning, match="location may miss") as rec:
         ci = dpuq.private_confidence_interval(
             x[:1000], statistic=wmean, statistic_bounds=(0, 1), alpha=0.1, epsilon=0.5,
             vectorized=True, ledger=led, dataset="d",
         )  # fmt: skip
     assert ci.interval == (0.0, 1.0) and not ci.informative and ci.privacy_report.epsilon == 0
+    assert {w.filename for w in rec} == {__file__}  # the warning points at the user's call
     assert led.status("d").spent_epsilon == 1.0
 
 
@@ -769,8 +770,10 @@ def _cautioned(x, f, bounds, seed):
             x, statistic=f, statistic_bounds=bounds, alpha=0.1, epsilon=1.0, vectorized=True,
             random_state=seed,
         )  # fmt: skip
-    fired = any(issubclass(w.category, dpuq.SubsetRegimeWarning) for w in caught)
+    cautions = [w for w in caught if issubclass(w.category, dpuq.SubsetRegimeWarning)]
+    fired = bool(cautions)
     assert fired == ("caution" in ci.details)  # the warning and the release say the same
+    assert all(w.filename == __file__ for w in cautions)  # it points at the user's call
     return fired
 
 

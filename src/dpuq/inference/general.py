@@ -112,12 +112,13 @@ the sensitivity, and bounds read off the data would leak it.
 **Honest refusals**: a location can only be trusted when ``s ε_location`` is a few tens.
 :func:`location_failure_bound` bounds the probability that a location misses the values from
 public quantities only; above :data:`LOCATION_BETA` (0.05) the release is the whole of
-``statistic_bounds`` (``informative=False``, an :class:`UninformativeIntervalWarning`
-whose presence depends on ``n``, ε, ``s`` and released values only), and when that is known
-before the data are touched (the preliminary scale) nothing is spent and the report says
-ε = 0. So is a released count below :data:`SPREAD_FRACTION_MIN` of ``s`` or below what its
-noise alone reaches with probability :data:`SPREAD_NOISE_BETA` (no spread can be read from
-it; a statistic with no estimate on most subsets lands here).
+``statistic_bounds`` (``informative=False``, an
+:class:`~dpuq.inference._data.UninformativeIntervalWarning` whose presence depends on ``n``,
+ε, ``s`` and released values only), and when that is known before the data are touched (the
+preliminary scale) nothing is spent and the report says ε = 0. So is a released count below
+:data:`SPREAD_FRACTION_MIN` of ``s`` or below what its noise alone reaches with probability
+:data:`~dpuq.inference._subsets.SPREAD_NOISE_BETA` (no spread can be read from it; a
+statistic with no estimate on most subsets lands here).
 
 **Coverage** is asymptotic, not exact. Assumptions: ``f`` is asymptotically normal at rate
 ``sqrt(n)`` (smooth functionals, M-estimators, U-statistics such as the AUC; quantiles of
@@ -148,7 +149,8 @@ prefer a bounded-influence statistic (inputs clipped to public bounds,
 
 ``method="subsampling"`` (a PrivSub-style comparison, Shoham et al. 2025, here without the
 amplification by overlapping subsamples): three exponential-mechanism quantiles of the same
-``θ_k`` (``α/2``, ``1/2``, ``1 - α/2``) and the subsampling interval
+``θ_k`` (``α/2``, ``1/2``, ``1 - α/2``; ``ε/3`` each, sensitivity 1, one partition) and the
+subsampling interval
 ``m - sqrt(b/n) (q_hi - m), m - sqrt(b/n) (q_lo - m)``.
 """
 
@@ -334,7 +336,8 @@ def _ensemble_coordinate(located, theta, lo, hi, b, alpha, eps, share, rng) -> d
     ratio = (_spread_from_count(higher, s, SPREAD_RADII[use] * pre) or count_spread) / pre
     if ratio > SPREAD_RATIO_CAUTION:
         out["caution"] = _subset_regime_caution(ratio)
-        warnings.warn(out["caution"], SubsetRegimeWarning, stacklevel=4)
+        # the user's call (see _trivial): four frames up
+        warnings.warn(out["caution"], SubsetRegimeWarning, stacklevel=5)
     return out
 
 

@@ -117,7 +117,12 @@ def main() -> None:
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=2033)
     ap.add_argument("--n-width", type=int, default=100)
-    ap.add_argument("--populations", nargs="+", default=list(zoo.POPULATIONS))
+    ap.add_argument(
+        "--populations",
+        nargs="+",
+        default=None,
+        help="default: validity_zoo.POPULATIONS (with --held-out: HELD_OUT)",
+    )
     ap.add_argument("--statistics", nargs="+", default=list(zoo.STATISTICS))
     ap.add_argument("--no-bias-correction", action="store_true")
     ap.add_argument(
@@ -130,8 +135,13 @@ def main() -> None:
     ap.add_argument("--merge", nargs="+", type=Path)
     ap.add_argument("--table", type=Path)
     args = ap.parse_args()
-    if args.held_out:
-        args.populations, args.statistics = list(zoo.HELD_OUT), list(zoo.SMOOTH)
+    if args.held_out:  # the held-out tables (or those named among them), the general path
+        unknown = set(args.populations or ()) - set(zoo.HELD_OUT)
+        if unknown:
+            ap.error(f"--held-out: not held-out tables: {sorted(unknown)}")
+        args.populations = args.populations or list(zoo.HELD_OUT)
+        args.statistics = list(zoo.SMOOTH)
+    args.populations = args.populations or list(zoo.POPULATIONS)
     if args.merge:
         rows = [r for p in args.merge for r in json.loads(p.read_text())]
         rows.sort(key=lambda r: (not r["bias_correction"] and r["statistic"] in zoo.SMOOTH,

@@ -56,6 +56,11 @@ HELD_OUT = (
     "BudgetFood",
     "Wages1",
     "HMDA",
+    # added in issue 33's eighth session, columns fixed before any run, run once:
+    "Wages",
+    "bwght",
+    "Treatment",
+    "Males",
 )
 STATISTICS = (
     "mean",
@@ -145,6 +150,18 @@ def population(name: str) -> np.ndarray:
     elif name == "HMDA":  # 2,380 mortgage applications in Boston (AER)
         d = _rdata("AER", "HMDA")
         cols = (d.lvrat, d.pirat, d.hirat, d.deny == "yes", d.selfemp == "yes")
+    elif name == "Wages":  # 4,165 person-years of US workers, PSID 1976-82 (Ecdat)
+        d = _rdata("Ecdat", "Wages")
+        cols = (np.exp(d.lwage), d.ed, d.lwage, d.union == "yes", d.sex == "male")
+    elif name == "bwght":  # 1,388 births, 1988 US health interview survey (wooldridge)
+        d = _rdata("wooldridge", "bwght")
+        cols = (d.faminc, d.cigs, d.bwght, d.bwght < 88, d.white == 1)  # 88 oz: low weight
+    elif name == "Treatment":  # 2,675 men, a job-training evaluation (Ecdat; LaLonde)
+        d = _rdata("Ecdat", "Treatment")
+        cols = (d.re78, d.educ, d.re78, d.u75.astype(bool), d.married.astype(bool))
+    elif name == "Males":  # 4,360 person-years of young US men, NLSY 1980-87 (Ecdat)
+        d = _rdata("Ecdat", "Males")
+        cols = (np.exp(d.wage), d.school, d.wage, d.union == "yes", d.maried == "yes")
     else:
         raise ValueError(f"unknown population {name!r}")
     table = np.column_stack([np.asarray(c, dtype=float) for c in cols])

@@ -155,6 +155,33 @@ def test_second_review_findings():
     assert np.isfinite(out[1]) and np.isnan(st.logistic_slope()(flat, big)).all()
 
 
+def test_third_review_findings_absent_rows_missing_values_and_weight_scale(table):
+    """An outside probe (eighth session): a row of weight 0 holding ``inf`` or NaN poisoned
+    the moment statistics (``0 × inf``); a NaN score sorted to the top of the AUC and a NaN
+    label or group read as 0; the median of rows with no weight was the largest value; a
+    logistic fit under weights of 1e-22 returned a finite wrong slope (an absolute ridge)."""
+    w = np.ones(table.shape[0] + 1)
+    w[-1] = 0.0
+    both = np.vstack([np.ones(table.shape[0]), w[:-1] * 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name, (f, _) in REFERENCES.items():
+            clean = f(table, np.ones(table.shape[0]))
+            for bad in (np.inf, -np.inf, np.nan, 1e100):
+                extra = np.vstack([table, np.full(table.shape[1], bad)])
+                got = f(extra, w)  # absent: the value without the extra row
+                assert got == pytest.approx(clean, rel=1e-12, nan_ok=False), (name, bad)
+            holed = table.copy()
+            holed[5, :] = np.nan  # a missing value in a row with weight: no estimate
+            assert np.isnan(f(holed, np.ones(table.shape[0]))), name
+            skip5 = np.ones(table.shape[0])
+            skip5[5] = 0.0  # ... and absent where that row has no weight, per weight row
+            out = f(holed, np.vstack([skip5, np.ones(table.shape[0])]))
+            assert np.isfinite(out[0]) and np.isnan(out[1]), name
+            assert np.isnan(f(table, np.zeros(table.shape[0]))), name  # no weight at all
+            assert np.allclose(f(table, both), f(table, both * 1e-22), rtol=1e-9), name
+
+
 def test_the_factories_name_their_statistics():
     assert st.ols_slope().__name__ == "ols_slope" and st.auc().__name__ == "auc"
     assert st.clipped(st.variance(), {0: (0, 1)}).__name__ == "clipped variance"

@@ -14,7 +14,10 @@ they never modify their arguments (the general path hands every call fresh, read
 arrays anyway), they use nothing but their arguments (no state carried between calls,
 which the privacy argument needs), and where a subset leaves the statistic undefined (a
 constant column, an empty group or 2×2 cell, a separated logistic fit) they return NaN or
-±inf, which the release counts as **no estimate**, never a made-up number.
+±inf, which the release counts as **no estimate**, never a made-up number. A row of weight 0
+is absent, whatever its value (NaN and ``inf`` included); a missing value (NaN) in a row with
+weight makes that weight row's value NaN, never a 0 or a label read off it. Values beyond
+about ``1e154`` overflow in squares: rescale such data first.
 
 **Bounded influence** (:func:`clipped`, any statistic; ``x_bounds``/``y_bounds`` of
 :func:`ols_slope`): clip the inputs to public bounds before computing the statistic. The
@@ -102,17 +105,33 @@ def _out(values: np.ndarray, sample_weight):
     return values if np.ndim(sample_weight) == 2 else values[0]
 
 
+def _live(w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``v`` per weight row ``(T, b)``, 0 where the weight is 0: a row without weight is
+    absent, whatever its value (``0 × inf`` would be NaN)."""
+    return np.where(w > 0, v[None, :] if v.ndim == 1 else v, 0.0)
+
+
+def _nan_where_missing(w: np.ndarray, values: np.ndarray, *columns: np.ndarray) -> np.ndarray:
+    """``values`` (one per weight row), NaN (no estimate) where a row with positive weight has
+    a NaN in one of ``columns``: a missing value is not silently read as 0 or as a label."""
+    missing = np.zeros(w.shape[1], dtype=bool)
+    for c in columns:
+        missing |= np.isnan(c)
+    return np.where((w[:, missing] > 0).any(axis=1), np.nan, values)
+
+
 def _wmean(w: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return (w @ v) / w.sum(axis=1)
+    return (w * _live(w, v)).sum(axis=1) / w.sum(axis=1)
 
 
 def _centred(w: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``v`` minus its weighted mean, per weight row ``(T, b)``: shifted first by its value
-    at the row's first positively weighted position, so that a column constant among the
-    rows with weight is exactly 0 there (a weighted mean of a constant such as 0.1 is not
-    exactly 0.1, and its ~1e-17 deviations would make a slope of 1e16 out of nothing)."""
-    shifted = v[None, :] - v[np.argmax(w > 0, axis=1)][:, None]
-    return shifted - ((w * shifted).sum(axis=1) / w.sum(axis=1))[:, None]
+    """``v`` minus its weighted mean, per weight row ``(T, b)`` (0 where the weight is 0):
+    shifted first by its value at the row's first positively weighted position, so that a
+    column constant among the rows with weight is exactly 0 there (a weighted mean of a
+    constant such as 0.1 is not exactly 0.1, and its ~1e-17 deviations would make a slope of
+    1e16 out of nothing)."""
+    shifted = _live(w, v[None, :] - v[np.argmax(w > 0, axis=1)][:, None])
+    return _live(w, shifted - ((w * shifted).sum(axis=1) / w.sum(axis=1))[:, None])
 
 
 def _named(name: str, f: Callable) -> Callable:
@@ -223,7 +242,7 @@ def ols_slope(x: int = 0, y: int = 1, *, x_bounds=None, y_bounds=None) -> Callab
 
     def f(rows, sample_weight):
         w = _weights(sample_weight)
-        da, b = _centred(w, _get(rows, cx)), _get(rows, cy)
+        da, b = _centred(w, _get(rows, cx)), _live(w, _get(rows, cy))
         return _out((w * da * b).sum(axis=1) / (w * da**2).sum(axis=1), sample_weight)
 
     spec = {c: bd for c, bd in ((cx, xb), (cy, yb)) if bd is not None}
@@ -310,6 +329,10 @@ def logistic_slope(
     def f(rows, sample_weight):
         w = _weights(sample_weight)
         xs, zs = (_get(rows, cx) - c) / s, _get(rows, cz)
+        # a non-finite x or a NaN label: no estimate where its row has weight, absent where
+        # not (the fit runs on 0 there: its weight is 0, and 0 × inf would be NaN)
+        missing = (np.where(np.isfinite(xs), xs, np.nan), zs)
+        xs, zs = np.nan_to_num(missing[0]), np.nan_to_num(zs)
         design = np.column_stack([np.ones_like(xs), xs])
         outer = (design[:, :, None] * design[:, None, :]).reshape(-1, 4)
         beta = np.zeros((w.shape[0], 2))
@@ -318,7 +341,8 @@ def logistic_slope(
             p = expit(beta @ design.T)
             grad = (w * (zs - p)) @ design
             hess = ((w * p * (1 - p)) @ outer).reshape(-1, 2, 2)
-            ridge = 1e-9 * (1.0 + hess[:, 0, 0] + hess[:, 1, 1])  # relative: never singular
+            trace = hess[:, 0, 0] + hess[:, 1, 1]  # relative (scale-free in the weights); 1
+            ridge = 1e-9 * np.where(trace > 0, trace, 1.0)  # where no weight: never singular
             hess[:, [0, 1], [0, 1]] += ridge[:, None]
             step = np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
             # at most 5 in any coordinate, Newton's direction kept (clipping each coordinate
@@ -331,7 +355,8 @@ def logistic_slope(
         span = np.where(live, xs, -np.inf).max(axis=1) - np.where(live, xs, np.inf).min(axis=1)
         converged = np.all(np.abs(step) <= 1e-8 * np.maximum(1.0, np.abs(beta)), axis=1)
         defined = (w @ zs > 0) & (w @ (1.0 - zs) > 0) & (span > 0) & converged
-        return _out(np.where(defined, beta[:, 1], np.nan), sample_weight)
+        slope = _nan_where_missing(w, np.where(defined, beta[:, 1], np.nan), *missing)
+        return _out(slope, sample_weight)
 
     return _named("logistic_slope", f)
 
@@ -351,10 +376,12 @@ def log_odds_ratio(outcome: int = 0, exposure: int = 1) -> Callable:
 
     def f(rows, sample_weight):
         w = _weights(sample_weight)
-        z, e = _get(rows, co) > 0.5, _get(rows, ce) > 0.5
+        zc, ec = _get(rows, co), _get(rows, ce)
+        z, e = zc > 0.5, ec > 0.5
         a, b, c, d = (w @ ((z == zz) & (e == ee)) for zz in (True, False)
                       for ee in (True, False))  # fmt: skip
-        return _out(np.log(a) + np.log(d) - np.log(b) - np.log(c), sample_weight)
+        lor = _nan_where_missing(w, np.log(a) + np.log(d) - np.log(b) - np.log(c), zc, ec)
+        return _out(lor, sample_weight)
 
     return _named("log_odds_ratio", f)
 
@@ -374,6 +401,7 @@ def auc(score: int = 0, label: int = 1) -> Callable:
     def f(rows, sample_weight):
         w = _weights(sample_weight)
         v, lab = _get(rows, cs), _get(rows, cl)
+        missing = (v, lab)  # the columns as given (v is re-bound to its sorted copy below)
         order = np.argsort(v, kind="stable")
         v, pos = v[order], lab[order] > 0.5
         ws = w[:, order]
@@ -385,7 +413,8 @@ def auc(score: int = 0, label: int = 1) -> Callable:
         group = np.repeat(np.arange(start.size), counts)
         credit = below[:, group] + tie[:, group] / 2.0
         num = (np.where(pos, ws, 0.0) * credit).sum(axis=1)
-        return _out(num / (ws[:, pos].sum(axis=1) * wn.sum(axis=1)), sample_weight)
+        value = num / (ws[:, pos].sum(axis=1) * wn.sum(axis=1))
+        return _out(_nan_where_missing(w, value, *missing), sample_weight)
 
     return _named("auc", f)
 
@@ -403,9 +432,11 @@ def difference_of_means(y: int = 0, group: int = 1) -> Callable:
     cy, cg = _column(y, "y"), _column(group, "group")
 
     def f(rows, sample_weight):
-        w, v, g = _weights(sample_weight), _get(rows, cy), _get(rows, cg) > 0.5
-        d = (w[:, g] @ v[g]) / w[:, g].sum(axis=1) - (w[:, ~g] @ v[~g]) / w[:, ~g].sum(axis=1)
-        return _out(d, sample_weight)
+        w, v, gc = _weights(sample_weight), _get(rows, cy), _get(rows, cg)
+        g, lv = gc > 0.5, _live(w, v)
+        d = ((w[:, g] * lv[:, g]).sum(axis=1) / w[:, g].sum(axis=1)
+             - (w[:, ~g] * lv[:, ~g]).sum(axis=1) / w[:, ~g].sum(axis=1))  # fmt: skip
+        return _out(_nan_where_missing(w, d, v, gc), sample_weight)
 
     return _named("difference_of_means", f)
 
@@ -417,7 +448,10 @@ def weighted_quantile(q: float) -> Callable:
     ``(W_<i + w_i/2)/W_total`` and the quantile interpolates linearly between the rows
     with positive weight on either side of ``q`` (the end rows below the first and above the
     last). Its bias is far below the inverse CDF's ``O(1/b)`` on small subsets. ``W`` is
-    ``(b,)`` or ``(T, b)``.
+    ``(b,)`` or ``(T, b)``. The rule is scale-free in the weights (the general path weights
+    every row ``n/b``); a row of integer weight ``k`` is one point at the middle of its block,
+    so it is not Hazen's quantile of the rows repeated ``k`` times. NaN where no row has
+    weight, or where a row with weight is NaN.
 
     Examples
     --------
@@ -450,6 +484,8 @@ def weighted_quantile(q: float) -> Callable:
             v[hi_i],
             np.where(above >= v.size, v[lo_i], v[lo_i] + frac * (v[hi_i] - v[lo_i])),
         )
+        # no weight at all, or a missing value among the rows with weight: no estimate
+        out = _nan_where_missing(w, np.where(cum[:, -1] > 0, out, np.nan), v)
         return out if np.ndim(sample_weight) == 2 else out[0]
 
     return _named(f"weighted_quantile({q:g})", f)

@@ -9,7 +9,8 @@ a warning, a step of torch's global generator per model built. :func:`sealed` cl
 channels for the duration of the hidden work:
 
 - stdout and stderr (Python level) go to a buffer that is dropped;
-- logging is disabled (every logger, every level: records are never created);
+- logging is disabled (every logger, every level, custom levels above ``CRITICAL`` too:
+  records are never created);
 - warnings are ignored;
 - the global random states (Python's ``random``, NumPy's legacy ``np.random``, torch's CPU
   generator and its initialised CUDA generators, when torch is imported) are saved on entry
@@ -19,7 +20,8 @@ channels for the duration of the hidden work:
   seed spawned from the release's generator, so that runs are independent draws even for
   code that uses the global generators (seeded releases stay reproducible).
 
-Not covered: writes to file descriptor 2 by C code, and the wall time (both said in the
+Not covered: writes that bypass Python's ``sys.stdout``/``sys.stderr`` (C code writing to
+file descriptors 1 and 2, ``os.write``, ``sys.__stdout__``), and the wall time (said in the
 privacy reports' "not covered" list).
 """
 
@@ -155,7 +157,7 @@ def silenced() -> Iterator[None]:
             contextlib.redirect_stderr(sink),
         ):
             warnings.simplefilter("ignore")
-            logging.disable(logging.CRITICAL)
+            logging.disable(sys.maxsize)  # every level: custom levels above CRITICAL too
             yield
     finally:
         logging.disable(previous_disable)

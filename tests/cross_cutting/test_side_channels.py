@@ -194,6 +194,8 @@ def _hostile_mean(rows, w):
     w[flagged] = 0.0  # in place: must not reach any other call of f
     print(f"dropped {int(flagged.sum())} flagged rows")
     logging.getLogger("user.statistic").warning("dropped %d rows", int(flagged.sum()))
+    logging.getLogger("user.statistic").log(60, "above CRITICAL: %d", int(flagged.sum()))
+    np.random.random(1 + int(flagged.sum()))  # noqa: NPY002  (draws that count flagged rows)
     if flagged.any():
         raise SystemExit("a flagged row")
     return float(np.average(np.asarray(rows)[:, 0], weights=w))
@@ -518,12 +520,28 @@ def _write_rows(rows, w):
     return float(np.average(rows[:, 0], weights=w))
 
 
+def _global_state(rows, w):
+    """User code with global side effects (an outside probe, eighth session): it draws from
+    NumPy's global generator as many times as it has flagged rows, and when it sees one it
+    turns floating-point errors into exceptions, which changes what it returns."""
+    r = np.asarray(rows)[:, 0]
+    np.random.random(1 + int((r > 0.9).sum()))  # noqa: NPY002
+    if (r > 0.9).any():
+        np.seterr(all="raise")
+    try:
+        np.float64(1.0) / np.float64(0.0)
+        shift = 0.0
+    except FloatingPointError:
+        shift = 0.25
+    return float(np.average(r, weights=w)) + 1e-3 * np.random.standard_normal() + shift  # noqa: NPY002
+
+
 def _differs(a, b):
     """Per subset: some coordinate differs (NaN, no estimate, equals NaN)."""
     return np.any((a != b) & ~(np.isnan(a) & np.isnan(b)), axis=1)
 
 
-@pytest.mark.parametrize("f", [_drop_flagged, _write_rows])
+@pytest.mark.parametrize("f", [_drop_flagged, _write_rows, _global_state])
 def test_an_f_that_edits_its_arguments_changes_only_its_own_subset(f):
     """Issue 33: one weight array was shared by every subset's call, so an f that zeroed
     weights in place carried one subset's data into all later subsets' estimates. Replace one
@@ -537,9 +555,48 @@ def test_an_f_that_edits_its_arguments_changes_only_its_own_subset(f):
         return subset_summaries(data, f, lo, hi, n_subsets=4, n_resamples=3, vectorized=False,
                                 rng=np.random.default_rng(3))  # fmt: skip
 
-    ref = summaries(x)
-    for i in range(x.shape[0]):
-        for value in (0.95, 0.99, 0.1):
-            got = summaries(replace_one(x, i, value))
-            changed = _differs(got.theta, ref.theta) | _differs(got.sd, ref.sd)
-            assert changed.sum() <= 1, (i, value, changed)
+    errors = np.geterr()
+    try:
+        ref = summaries(x)
+        for i in range(x.shape[0]):
+            for value in (0.95, 0.99, 0.1):
+                got = summaries(replace_one(x, i, value))
+                changed = _differs(got.theta, ref.theta) | _differs(got.sd, ref.sd)
+                assert changed.sum() <= 1, (i, value, changed)
+        assert np.geterr() == errors  # what f set in NumPy's error state ended with its call
+    finally:
+        np.seterr(**errors)
+
+
+def test_python_objects_in_cells_are_each_subsets_own():
+    """An outside probe (eighth session): a subset's rows copied references to the Python
+    objects in their cells, so an f editing a list in a cell carried one subset's data into
+    every later subset, and into the caller's table. Each subset now has its own copies."""
+    from dpuq.inference.general import _check_statistic_bounds, subset_summaries
+
+    lo, hi, _ = _check_statistic_bounds(B)
+
+    def f(rows, w):
+        cells = np.asarray(rows, dtype=object)[:, 1]
+        seen = any(c[0] for c in cells)
+        if (np.asarray(rows, dtype=object)[:, 0].astype(float) > 0.9).any():
+            for c in cells:
+                c[0] = 1  # in place, in the shared object
+        return 0.6 if seen else 0.4
+
+    values = np.random.default_rng(5).uniform(0.0, 0.8, size=24)
+
+    def table(v):
+        return np.array([[float(a), [0]] for a in v], dtype=object)
+
+    def summaries(data):
+        return subset_summaries(data, f, lo, hi, n_subsets=4, n_resamples=2, vectorized=False,
+                                rng=np.random.default_rng(3)).theta  # fmt: skip
+
+    ref = summaries(table(values))
+    flagged = values.copy()
+    flagged[7] = 0.95
+    data = table(flagged)
+    got = summaries(data)
+    assert _differs(got, ref).sum() <= 1
+    assert all(cell == [0] for cell in data[:, 1])  # the caller's objects are untouched

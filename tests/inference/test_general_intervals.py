@@ -249,16 +249,19 @@ def test_an_interrupt_inside_f_aborts_before_the_charge_and_other_exits_do_not(t
     x = np.random.default_rng(0).uniform(size=3000)
 
     def interrupted(rows, w):
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt(f"the rows: {np.asarray(rows)[:3]}")
 
     def exits(rows, w):
         raise SystemExit(1)
 
     kw = {"statistic_bounds": (0, 1), "alpha": 0.1, "epsilon": 2.0, "n_resamples": 3,
           "random_state": 0, "ledger": led, "dataset": "d"}  # fmt: skip
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as info:
         dpuq.private_confidence_interval(x, statistic=interrupted, **kw)
     assert led.status("d").spent_epsilon == 0.0
+    # a fresh interrupt, raised outside the handler: f's message and frames (its rows) are
+    # not carried out of the release (an outside probe, eighth session)
+    assert "rows" not in str(info.value) and info.value.__context__ is None
     ci = dpuq.private_confidence_interval(x, statistic=exits, **kw)  # every subset: the centre
     assert ci.estimate == pytest.approx(0.5, abs=0.01) and led.status("d").spent_epsilon == 2.0
 
@@ -786,3 +789,25 @@ def test_a_caution_when_the_spread_between_subsets_dwarfs_their_own_bootstrap():
     calm = [_cautioned(np.random.default_rng(s).normal(0, 1, 5000), wmean, (-5, 5), s)
             for s in range(4)]  # fmt: skip
     assert sum(heavy) >= 3 and not any(calm), (heavy, calm)
+
+
+def test_outputs_of_another_shape_or_complex_are_no_estimate_and_tensors_are_read():
+    """An outside probe (eighth session): a vectorised f that returned its ``(p, T)`` stack
+    transposed was silently reshaped into wrong estimates, and a complex output kept its real
+    part; both are no estimate now. A torch tensor that carries a graph is read."""
+    import torch
+
+    from dpuq.inference._subsets import _clean
+
+    lo, hi = np.full(2, -10.0), np.full(2, 10.0)
+    stack = np.arange(6.0).reshape(3, 2)  # T = 3 resamples, p = 2 coordinates
+    assert np.array_equal(_clean(stack, lo, hi, (3, 2)), stack)
+    assert np.isnan(_clean(stack.T, lo, hi, (3, 2))).all()  # transposed: no estimate
+    one = np.full(1, 10.0)
+    column = _clean(np.array([0.5, 0.25, 1.0]), -one, one, (3, 1))  # (T,) for (T, 1)
+    assert column.ravel().tolist() == [0.5, 0.25, 1.0]
+    assert _clean(np.float64(0.5), -one, one, (1,)).tolist() == [0.5]
+    assert np.isnan(_clean(np.array([0.5 + 1j]), -one, one, (1,))).all()
+    assert np.isnan(_clean(0.5 + 0j, -one, one, (1,))).all()
+    t = torch.tensor([0.5], requires_grad=True) * 2
+    assert _clean(t, -one, one, (1,)).tolist() == [1.0]

@@ -19,6 +19,7 @@ subset's rows, so ``f`` (user code: hostile until shown otherwise) is isolated:
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from numbers import Integral, Real
@@ -26,7 +27,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import ndtri
 
-from dpuq._sealed import silenced
+from dpuq._sealed import child_generator, reseed_global_states, sealed
 from dpuq._validation import check_work
 from dpuq.inference.statistics import weighted_quantile
 from dpuq.mechanisms.discrete_laplace import lattice_laplace_scale
@@ -61,11 +62,23 @@ def _rows(x):
             "(mean, median, trimmed_mean), which runs chunk-wise on the workers"
         )
     if hasattr(x, "iloc") and hasattr(x, "columns"):  # a DataFrame: f gets DataFrame rows
-        return len(x), lambda idx: x.iloc[idx]
+        return len(x), lambda idx: _own_objects(x.iloc[idx])
     arr = np.asarray(x)
     if arr.ndim not in (1, 2):
         raise ValueError(f"x must be an (n,) or (n, d) array or a DataFrame, got {arr.ndim} dims")
+    if arr.dtype == object:  # cells that are Python objects: each subset its own copies
+        return arr.shape[0], lambda idx: _read_only(copy.deepcopy(arr[idx]))
     return arr.shape[0], lambda idx: _read_only(arr[idx])
+
+
+def _own_objects(frame):
+    """A subset's DataFrame rows with copies of any Python objects in its cells: ``iloc`` and
+    ``copy()`` share them, so an ``f`` editing a list in a cell would carry one subset's data
+    into every later subset (the weight-sharing leak of issue 33, through the cells)."""
+    frame = frame.copy()
+    for col in frame.select_dtypes(include="object").columns:
+        frame[col] = [copy.deepcopy(v) for v in frame[col]]
+    return frame
 
 
 def _read_only(rows: np.ndarray) -> np.ndarray:
@@ -280,33 +293,53 @@ class SubsetSummaries:
         return self.theta.shape[0]
 
 
+def _as_shape(values, shape) -> np.ndarray:
+    """``values`` as real numbers of exactly ``shape`` (axes of length 1 may be left out);
+    anything else raises (counted as no estimate by the caller)."""
+    if hasattr(values, "detach"):  # a torch tensor, with or without its graph
+        values = values.detach().cpu()
+    if np.iscomplexobj(values):  # never its real part, silently
+        raise TypeError("a complex value is no estimate")
+    v = np.asarray(values, dtype=float)
+    if v.shape != shape and v.squeeze().shape != tuple(d for d in shape if d != 1):
+        raise ValueError("an output of another shape (a transposed stack) is no estimate")
+    return v.reshape(shape)
+
+
 def _clean(values, lo, hi, shape) -> np.ndarray:
     """f's output as ``shape``, clamped to the bounds; a non-finite value is NaN: no estimate.
 
-    An output that is not ``math.prod(shape)`` real numbers counts as no estimate (all NaN):
-    whether it happens may depend on the data, so it is never an error.
+    An output that is not real numbers of ``shape`` (axes of length 1 may be left out)
+    counts as no estimate (all NaN): whether it happens may depend on the data, so it is
+    never an error.
     """
+    interrupted = False
     try:
-        v = np.asarray(values, dtype=float)
-        if v.size != math.prod(shape):
-            raise ValueError
-        v = v.reshape(shape)
+        v = _as_shape(values, shape)
     except KeyboardInterrupt:
-        raise
+        interrupted = True
     except ESTIMATION_ERRORS:
         v = np.full(shape, np.nan)
+    if interrupted:  # a fresh interrupt: f's own (its message, its frames) may hold rows
+        raise KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
     v = np.where(np.isfinite(v), v, np.nan)
     return np.clip(v, lo, hi)
 
 
-def _call(f, rows, weights, lo, hi, shape) -> np.ndarray:
-    """One call of ``f`` on its own copy of the weights (inside :func:`dpuq._sealed.silenced`)."""
+def _call(f, rows, weights, lo, hi, shape, errors: dict) -> np.ndarray:
+    """One call of ``f`` on its own copy of the weights and rows, under NumPy's error state
+    ``errors`` (what ``f`` sets there ends with the call: no trace in later calls), inside
+    :func:`dpuq._sealed.sealed`."""
+    interrupted = False
     try:
-        out = f(_fresh_rows(rows), np.array(weights, dtype=float))
+        with np.errstate(**errors):
+            out = f(_fresh_rows(rows), np.array(weights, dtype=float))
     except KeyboardInterrupt:  # the user's interrupt: the release has not been charged yet
-        raise
+        interrupted = True
     except ESTIMATION_ERRORS:
         out = np.full(shape, np.nan)
+    if interrupted:  # raised outside the handler: no reference to f's exception or frames
+        raise KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
     return _clean(out, lo, hi, shape)
 
 
@@ -401,14 +434,19 @@ def subset_summaries(
         fixed = np.vstack([fixed, jack])
     m = fixed.shape[0]
     values = np.empty((s, m + tt, p))
-    with silenced():
+    seeds = child_generator(rng)  # fixed before f runs (rng's own stream is left as it was)
+    errors = np.geterr()
+    with sealed():  # no output; the global random states as they were, afterwards
         for k in range(s):  # one subset at a time: f sees only its rows
             rows = take(parts[k])
             all_w = np.vstack([fixed, weights[k]])
+            # each subset starts the global generators from its own data-free seed: what an
+            # f draws from them (a count that may depend on its rows) stays in its subset
+            reseed_global_states(seeds)
             if vectorized:
-                values[k] = _call(statistic, rows, all_w, lo, hi, (m + tt, p))
+                values[k] = _call(statistic, rows, all_w, lo, hi, (m + tt, p), errors)
             else:
-                values[k] = [_call(statistic, rows, w, lo, hi, (p,)) for w in all_w]
+                values[k] = [_call(statistic, rows, w, lo, hi, (p,), errors) for w in all_w]
     theta, star = values[:, 0], values[:, m:]
     if g > 0:
         theta = jackknife_correct(theta, values[:, 1:m], b, d, lo, hi)

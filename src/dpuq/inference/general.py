@@ -44,8 +44,11 @@ with a subsample-and-aggregate point estimate.
    or returns a non-finite value is **no estimate**: it is in no window of step 3 (the
    location's and the spread's counts leave it out, so the spread is wider: conservative) and
    the mean of step 3d takes it at the released location ``m``. Each call gets its own
-   weight array and read-only rows; ``f``'s warnings, output and log records are swallowed
-   (:mod:`dpuq.inference._subsets`).
+   weight array and read-only rows (Python objects in cells copied per subset) under the
+   caller's NumPy error state; each subset starts the global random generators from its own
+   seed, fixed before ``f`` runs, and they are restored afterwards; ``f``'s warnings, output
+   and log records (every level) are swallowed, and an interrupt is re-raised without ``f``'s
+   exception (:mod:`dpuq.inference._subsets`).
 3. Released, per coordinate, in this order (each step's windows and grids are functions of
    the earlier releases, i.e. post-processing):
 

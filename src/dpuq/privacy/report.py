@@ -67,7 +67,8 @@ OUTPUTS_COVERED = (
 )
 OUTPUTS_NOT_COVERED = (
     "wall-clock time and memory use; side effects of user code dpuq calls (a statistic, a "
-    "model_fn, a run) beyond its returned value; C-level writes to file descriptor 2; "
+    "model_fn, a run) beyond its returned value; writes that bypass sys.stdout and "
+    "sys.stderr (C code or os.write on file descriptors 1 and 2); "
     "anything reproducible from a seed that is not secret"
 )
 DEFAULT_TUNING = "none on the data: every setting is public or chosen data-free"

@@ -187,6 +187,7 @@ BAD = [
     (["--labels", "Y", "--epsilon", "50"], "exceeded"),
     (["--labels", "Y", "--n-classes", "100000000"], "--n-classes must be in 2..1000"),
     (["--labels", "Y", "--image-shape", "4", "4", "4", "--model", "cnn"], "cannot take inputs"),
+    (["--labels", "HUGE"], "beyond 2^53"),  # was a cast warning, then a wrong message
 ]
 
 
@@ -194,7 +195,9 @@ BAD = [
 def test_refusals_are_one_line_and_cost_nothing(files, tmp_path, capsys, extra, match):
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("clinic", epsilon=10.0, delta=1e-4)
-    extra = [str(files / "tr_y.csv") if a == "Y" else a for a in extra]
+    huge = tmp_path / "huge.csv"
+    np.savetxt(huge, np.r_[1e30, np.loadtxt(files / "tr_y.csv")[1:]])
+    extra = [{"Y": str(files / "tr_y.csv"), "HUGE": str(huge)}.get(a, a) for a in extra]
     args = ["train", "--features", files / "tr_x.csv", "--epsilon", 1, "--delta", 1e-5,
             *_ledger(tmp_path), "-o", tmp_path / "m.pkl"]  # fmt: skip
     code, _, err = run_cli(capsys, *args, *extra)  # later flags win: --epsilon 50, --delta 2
@@ -247,7 +250,13 @@ def test_outputs_refuses_files_that_are_not_dpuq_models(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.zeros((3, 4)))
     (tmp_path / "junk.pkl").write_bytes(b"not a pickle")
     (tmp_path / "other.pkl").write_bytes(pickle.dumps({"format": "something else"}))
+    head = {"format": "dpuq-model", "format_version": 1}  # forged or incomplete records
+    (tmp_path / "bare.pkl").write_bytes(pickle.dumps(head))
+    (tmp_path / "forty.pkl").write_bytes(pickle.dumps({**head, "estimator": 42,
+                                                       "task": "classification"}))  # fmt: skip
     for model, match in (
+        (tmp_path / "bare.pkl", "no fitted dpuq estimator"),
+        (tmp_path / "forty.pkl", "no fitted dpuq estimator"),
         (tmp_path / "none.pkl", "no such file"),
         (tmp_path / "junk.pkl", "cannot read a dpuq model"),
         (tmp_path / "other.pkl", "not a model file written by dpuq train"),

@@ -355,3 +355,75 @@ def test_dpsgld_predicts_the_posterior_average_and_spends_its_budget(tab):
     report = clf.privacy_report_
     assert report.details["averaging"] == "predictive"
     assert 0.999 * 4.0 <= report.epsilon <= 4.0
+
+
+# ---------------------------------------------------------------- an outside probe (eighth session)
+def test_a_refused_refit_leaves_the_estimator_as_it_was(tab, tmp_path):
+    """A refit refused after ``fit`` had set ``classes_`` (or ``target_bounds_``, the fixed
+    features, ``n_features_in_``) paired the old model with the new state: predictions
+    changed. Refused now means unchanged; the repeated-release warning fires only once a refit
+    is accepted (it said epsilon was spent again when nothing was)."""
+    X, y = tab
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=6.0, delta=1e-4)
+    clf = _clf().fit(X, y, ledger=led, dataset="d")
+    before, state = clf.predict(X[:20]), sorted(vars(clf))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RepeatedReleaseWarning)  # none for a refused refit
+        with pytest.raises(dpuq.BudgetExceededError):
+            clf.set_params(classes=[5, 7, 9]).fit(X, np.array([5, 7, 9])[y], ledger=led,
+                                                  dataset="d")  # fmt: skip
+        with pytest.raises(ValueError, match="learning_rate"):
+            clf.set_params(classes=None, learning_rate=-1.0).fit(X[:, :4], y)
+    assert np.array_equal(clf.predict(X[:20]), before) and sorted(vars(clf)) == state
+    assert clf.n_features_in_ == X.shape[1] and list(clf.classes_) == [0, 1, 2]
+    with pytest.warns(RepeatedReleaseWarning, match="spent"):
+        clf.set_params(classes=None, learning_rate="auto").fit(X, y)
+    t = X[:, 0] + X[:, 1]
+    reg = DPRegressor(epsilon=4.0, delta=1e-5, target_bounds=(-4, 4), **FAST).fit(X, t)
+    pred = reg.predict(X[:5])
+    with pytest.raises(ValueError, match="learning_rate"):
+        reg.set_params(target_bounds=(100, 200), learning_rate=-1.0).fit(X, t)
+    assert np.array_equal(reg.predict(X[:5]), pred) and reg.target_bounds_[0][0] == -4
+
+
+def test_bad_recipe_settings_are_refused_before_the_inputs_are_read(tab, monkeypatch):
+    """A bad accountant, epochs, batch_size or learning_rate was refused only after every
+    input had been featurised (time growing with N)."""
+    from dpuq.training import _dp_estimator
+
+    def not_yet(*a, **k):
+        raise AssertionError("the inputs were read before the settings were checked")
+
+    monkeypatch.setattr(_dp_estimator, "scale_features", not_yet)
+    monkeypatch.setattr(_dp_estimator, "choose_model", not_yet)
+    X, y = tab
+    for kw, name in ((dict(accountant="zzz"), "accountant"), (dict(epochs=0), "epochs"),
+                     (dict(batch_size=-3), "batch_size"),
+                     (dict(learning_rate=-1.0), "learning_rate")):  # fmt: skip
+        with pytest.raises(ValueError, match=name):
+            _clf(**kw).fit(X, y)
+
+
+def test_values_beyond_float32_and_extreme_bounds_get_a_clear_error_not_a_warning(tab):
+    """A finite value above float32's maximum made a cast warn ("overflow"), a warning whose
+    presence depended on the data; declared bounds at ±3e38 or 1e-46 apart broke the scaling
+    silently or blamed X."""
+    X, y = tab
+    big = X.copy()
+    big[3, 2] = 1e39
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning at all: clipped at float64 first
+        clf = _clf(feature_bounds=(-10, 10)).fit(big, y)
+        assert np.isfinite(clf.predict_proba(big)).all()
+    with pytest.raises(ValueError, match="X: values beyond float32"):
+        _clf().fit(big, y)
+    with pytest.raises(ValueError, match="y: values beyond float32"):
+        DPRegressor(epsilon=4.0, delta=1e-5, **FAST).fit(X, np.r_[1e300, np.zeros(len(X) - 1)])
+    for bounds in ((-3e38, 3e38), (0.0, 1e-46), (-1e300, 1e300)):
+        with pytest.raises(ValueError, match="feature_bounds"):
+            _clf(feature_bounds=bounds).fit(X, y)
+        with pytest.raises(ValueError, match="target_bounds"):
+            DPRegressor(epsilon=4.0, delta=1e-5, target_bounds=bounds, **FAST).fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="classes must declare at least 2"):
+        _clf(classes=[]).fit(X, y)

@@ -72,6 +72,12 @@ def load_model(path) -> dict:
             f"{label}: model format version {record.get('format_version')!r}; this dpuq reads "
             f"version {MODEL_FORMAT_VERSION}"
         )
+    from dpuq.training.estimators import DPClassifier, DPRegressor
+
+    est, task = record.get("estimator"), record.get("task")
+    kind = {"classification": DPClassifier, "regression": DPRegressor}.get(task)
+    if kind is None or not isinstance(est, kind) or not hasattr(est, "model_"):
+        raise ValueError(f"{label}: the file holds no fitted dpuq estimator for its task")
     return record
 
 

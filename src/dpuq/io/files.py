@@ -174,6 +174,8 @@ def read_vector(path, name: str, *, integer: bool = False) -> np.ndarray:
         if arr.dtype.kind == "f":
             if not np.all(arr == np.round(arr)):
                 raise ValueError(f"{label}: expected integer class indices, found fractions")
+            if arr.size and np.abs(arr).max() >= 2.0**53:  # a cast would not be exact (or warn)
+                raise ValueError(f"{label}: expected class indices, found values beyond 2^53")
         arr = arr.astype(np.int64)
     elif arr.dtype.kind == "b":
         raise ValueError(f"{label}: wrong dtype bool; numbers expected")

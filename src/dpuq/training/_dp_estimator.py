@@ -9,6 +9,7 @@ weights, the declared settings and the privacy report; predictions run the relea
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import warnings
@@ -103,27 +104,50 @@ class _DPEstimator(PrivateEstimator):
                 f"model must be 'auto', a model name or a torch.nn.Module, got "
                 f"{type(self.model).__name__}"
             )
+        from dpuq.training.settings import check_given_settings
+
+        check_given_settings(
+            epochs=self.epochs, batch_size=self.batch_size, learning_rate=self.learning_rate,
+            accountant=self.accountant,
+        )  # fmt: skip
         return eps, delta, check_estimator_random_state(self.random_state)
 
-    def _inputs(self, X, bounds) -> np.ndarray:
+    def _inputs(self, X, bounds, features: str | None = None) -> np.ndarray:
         """The network's input for ``X`` (already validated): scaled, then featurised."""
         images = X.ndim >= 3
         x = scale_features(X, bounds, images=images)
         if images:
-            x = image_inputs(x, self.features_)
+            x = image_inputs(x, self.features_ if features is None else features)
         return np.ascontiguousarray(x, dtype=np.float32)
 
-    def _warn_if_fitted(self, eps: float) -> None:
-        if hasattr(self, "model_"):  # the estimator's own state, never the data
+    def _warn_if_refitted(self, had_model: bool, eps: float) -> None:
+        if had_model:  # the estimator's own state, never the data; once the fit is accepted
             warnings.warn(
-                f"this {type(self).__name__} already holds a trained model: fit again spends "
+                f"this {type(self).__name__} already held a trained model: this fit spent "
                 f"epsilon = {eps:g} again on the training people (the costs add up)",
                 RepeatedReleaseWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     # ------------------------------------------------------------------ fit
-    def _fit(self, X, targets, n_outputs: int, ledger, dataset, notes: tuple[str, ...]):
+    @contextlib.contextmanager
+    def unchanged_if_refused(self):
+        """Run a fit; if it raises (a refused setting or input, an exceeded budget), put the
+        estimator's state back as it was: scikit-learn's input validation sets
+        ``n_features_in_`` before training, and a half-updated estimator would pair an old
+        model with new classes, bounds or features."""
+        state = dict(self.__dict__)
+        try:
+            yield
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(state)
+            raise
+
+    def _fit(self, X, targets, n_outputs: int, ledger, dataset, notes: tuple[str, ...],
+             fitted: dict):  # fmt: skip
+        """Train, then set the fitted attributes (``fitted`` and this fit's own) together:
+        a refused fit leaves the estimator as it was (:func:`unchanged_if_refused`)."""
         from dpuq.training.train import train_classifier
 
         eps, delta, seed = self._check_params()
@@ -136,7 +160,7 @@ class _DPEstimator(PrivateEstimator):
         n = int(X.shape[0])
         refusal = f"model={self.model!r} cannot take examples of shape {X.shape[1:]}"
         if isinstance(self.model, nn.Module):
-            network, name, self.features_ = copy.deepcopy(self.model), "user", "none"
+            network, name, features = copy.deepcopy(self.model), "user", "none"
             why = f"the user's torch module ({type(self.model).__name__})"
         else:
             try:
@@ -144,11 +168,11 @@ class _DPEstimator(PrivateEstimator):
                                       n_outputs=n_outputs, seed=seed)  # fmt: skip
             except RuntimeError as exc:  # e.g. images too small for the network's layers
                 raise shape_refusal(exc, refusal) from None
-            network, name, why, self.features_ = (
+            network, name, why, features = (
                 choice.network, choice.name, choice.why, choice.features,
             )  # fmt: skip
         try:
-            x = self._inputs(X, bounds)
+            x = self._inputs(X, bounds, features)
         except RuntimeError as exc:  # the fixed features cannot take this shape
             raise shape_refusal(exc, refusal) from None
         self._check_outputs(network, x[:1], n_outputs)
@@ -159,13 +183,16 @@ class _DPEstimator(PrivateEstimator):
             extra["world_size"] = self.world_size
         if self._task == "regression":
             extra.update(task="regression", averaging="weights")
-        self._warn_if_fitted(eps)
+        had_model = hasattr(self, "model_")
         model, report = train_classifier(
             network, (x, targets), method=self.method, epsilon=eps, delta=delta,
             epochs=self.epochs, batch_size=self.batch_size, learning_rate=self.learning_rate,
             accountant=self.accountant, relation=self.relation, random_state=seed,
             show_progress=self.show_progress, ledger=ledger, dataset=dataset, **extra,
         )  # fmt: skip
+        for key, value in fitted.items():  # the fit is accepted: its attributes, together
+            setattr(self, key, value)
+        self.features_ = features
         self.model_ = model
         self.bounds_ = bounds
         self.input_shape_ = tuple(int(s) for s in X.shape[1:])
@@ -194,6 +221,7 @@ class _DPEstimator(PrivateEstimator):
                 *notes,
             ),
         )
+        self._warn_if_refitted(had_model, eps)
         return self
 
     @staticmethod

@@ -65,6 +65,10 @@ class ModelChoice:
     why: str
 
 
+#: Largest magnitude of a declared bound (features, targets): the network computes in float32.
+MAX_BOUND = 1e30
+
+
 def check_feature_bounds(
     bounds, n_features: int, *, images: bool = False, name: str = "feature_bounds"
 ):
@@ -114,6 +118,16 @@ def check_feature_bounds(
         raise ValueError(
             f"{name}: each low must be below its high (feature {j} has {lo[j]:g} >= {hi[j]:g})"
         )
+    if max(np.abs(lo).max(), np.abs(hi).max()) > MAX_BOUND:
+        raise ValueError(f"{name} must lie within ±{MAX_BOUND:g} (the network works in float32)")
+    with np.errstate(all="ignore"):
+        span = (hi - lo).astype(np.float32)
+        tiny = ~(np.isfinite(1.0 / span) & (span > 0))
+    if tiny.any():
+        j = int(np.flatnonzero(tiny)[0])
+        raise ValueError(
+            f"{name}: low and high must differ in float32 (feature {j}: {lo[j]:g}, {hi[j]:g})"
+        )
     return lo, hi
 
 
@@ -129,15 +143,17 @@ def scale_features(X: np.ndarray, bounds, *, images: bool = False) -> np.ndarray
     >>> scale_features(np.array([[0.0, 20.0]]), b).tolist()
     [[-1.0, 1.0]]
     """
-    x = np.asarray(X, dtype=np.float32)
     if bounds is None:
-        return x
+        if np.abs(X).max(initial=0.0) > np.finfo(np.float32).max:  # the cast would overflow
+            raise ValueError("X: values beyond float32's range; declare feature_bounds")
+        return np.asarray(X, dtype=np.float32)
+    x = np.asarray(X)  # clipped at its own precision first: a float32 cast could overflow
     lo, hi = bounds
     shape = (1, -1) if x.ndim == 2 else (1,) * x.ndim
-    lo_b = np.asarray(lo[0] if x.ndim != 2 else lo, dtype=np.float32).reshape(shape)
-    hi_b = np.asarray(hi[0] if x.ndim != 2 else hi, dtype=np.float32).reshape(shape)
-    unit = (np.clip(x, lo_b, hi_b) - lo_b) / (hi_b - lo_b)
-    return (unit if images else 2.0 * unit - 1.0).astype(np.float32)
+    lo_b = np.asarray(lo[0] if x.ndim != 2 else lo, dtype=x.dtype).reshape(shape)
+    hi_b = np.asarray(hi[0] if x.ndim != 2 else hi, dtype=x.dtype).reshape(shape)
+    unit = ((np.clip(x, lo_b, hi_b) - lo_b) / (hi_b - lo_b)).astype(np.float32)
+    return unit if images else (2.0 * unit - 1.0).astype(np.float32)
 
 
 def _linear(n_in: int, n_out: int) -> nn.Module:

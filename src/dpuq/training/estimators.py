@@ -135,34 +135,37 @@ class DPClassifier(ClassifierMixin, _DPEstimator):
             Bad settings (named), NaN or infinite ``X``, shapes that do not match, fewer
             than 2 samples or classes, labels outside ``classes``, batch norm layers.
         """
-        self._check_params()
-        X, y = validate_data(
-            self, X, y, allow_nd=True, dtype=(np.float64, np.float32), ensure_min_samples=2
-        )
-        check_classification_targets(y)
-        if self.classes is None:
-            classes, index = np.unique(y, return_inverse=True)
-            note = (
-                "classes_ read from y (pass classes= to declare them): which labels occur "
-                "is treated as public, like N."
+        with self.unchanged_if_refused():  # a refused fit changes nothing
+            self._check_params()
+            X, y = validate_data(
+                self, X, y, allow_nd=True, dtype=(np.float64, np.float32), ensure_min_samples=2
             )
-        else:
-            classes = np.asarray(self.classes)
-            if classes.ndim != 1 or np.unique(classes).size != classes.size:
-                raise ValueError("classes must be a 1-d sequence of distinct labels")
-            order = np.argsort(classes, kind="stable")
-            pos = np.searchsorted(classes[order], y)
-            pos = np.clip(pos, 0, classes.size - 1)
-            if not np.all(classes[order][pos] == y):
-                raise ValueError("y has labels that are not in classes")
-            index, note = order[pos], "classes_ declared (classes=)."
-        if classes.size < 2:
-            raise ValueError(
-                f"DPClassifier needs at least 2 classes, got {classes.size} class in y "
-                "(or in classes=)"
-            )
-        self.classes_ = classes
-        return self._fit(X, index.astype(np.int64), classes.size, ledger, dataset, (note,))
+            check_classification_targets(y)
+            if self.classes is None:
+                classes, index = np.unique(y, return_inverse=True)
+                note = (
+                    "classes_ read from y (pass classes= to declare them): which labels occur "
+                    "is treated as public, like N."
+                )
+            else:
+                classes = np.asarray(self.classes)
+                if classes.ndim != 1 or np.unique(classes).size != classes.size:
+                    raise ValueError("classes must be a 1-d sequence of distinct labels")
+                if classes.size < 2:
+                    raise ValueError(f"classes must declare at least 2 labels, got {classes.size}")
+                order = np.argsort(classes, kind="stable")
+                pos = np.searchsorted(classes[order], y)
+                pos = np.clip(pos, 0, classes.size - 1)
+                if not np.all(classes[order][pos] == y):
+                    raise ValueError("y has labels that are not in classes")
+                index, note = order[pos], "classes_ declared (classes=)."
+            if classes.size < 2:
+                raise ValueError(
+                    f"DPClassifier needs at least 2 classes, got {classes.size} class in y "
+                    "(or in classes=)"
+                )
+            return self._fit(X, index.astype(np.int64), classes.size, ledger, dataset, (note,),
+                             {"classes_": classes})  # fmt: skip
 
     def predict_logits(self, X) -> np.ndarray:
         """Logits, shape (n, n_classes): ``softmax`` of them is :meth:`predict_proba`.
@@ -237,20 +240,22 @@ class DPRegressor(RegressorMixin, _DPEstimator):
 
     def fit(self, X, y, *, ledger=None, dataset=None) -> DPRegressor:
         """Train with ``(epsilon, delta)``-DP on ``(X, y)``; returns self (see DPClassifier)."""
-        self._check_params()
-        X, y = validate_data(
-            self, X, y, allow_nd=True, dtype=(np.float64, np.float32), ensure_min_samples=2,
-            y_numeric=True,
-        )  # fmt: skip
-        target = check_feature_bounds(self.target_bounds, 1, name="target_bounds")
-        if target is None:
-            t, note = y.astype(np.float32), "targets used as given (no target_bounds declared)."
-        else:
-            lo, hi = float(target[0][0]), float(target[1][0])
-            t = (2.0 * (np.clip(y, lo, hi) - lo) / (hi - lo) - 1.0).astype(np.float32)
-            note = f"targets clipped to the declared target_bounds [{lo:g}, {hi:g}]."
-        self.target_bounds_ = target
-        return self._fit(X, t, 1, ledger, dataset, (note,))
+        with self.unchanged_if_refused():  # a refused fit changes nothing
+            self._check_params()
+            X, y = validate_data(
+                self, X, y, allow_nd=True, dtype=(np.float64, np.float32), ensure_min_samples=2,
+                y_numeric=True,
+            )  # fmt: skip
+            target = check_feature_bounds(self.target_bounds, 1, name="target_bounds")
+            if target is None:
+                if np.abs(y).max() > np.finfo(np.float32).max:  # a cast would overflow, and warn
+                    raise ValueError("y: values beyond float32's range; declare target_bounds")
+                t, note = y.astype(np.float32), "targets used as given (no target_bounds declared)."
+            else:
+                lo, hi = float(target[0][0]), float(target[1][0])
+                t = (2.0 * (np.clip(y, lo, hi) - lo) / (hi - lo) - 1.0).astype(np.float32)
+                note = f"targets clipped to the declared target_bounds [{lo:g}, {hi:g}]."
+            return self._fit(X, t, 1, ledger, dataset, (note,), {"target_bounds_": target})
 
     def predict(self, X) -> np.ndarray:
         """Predicted targets, shape (n,); within the declared ``target_bounds`` if any.

@@ -105,6 +105,29 @@ def check_private_model(model: nn.Module) -> None:
         )
 
 
+def check_given_settings(*, epochs, batch_size, learning_rate, accountant) -> None:
+    """The recipe's settings a user gives, checked before any data is read (``"auto"``
+    passes; :func:`resolve_settings` checks them again with the data's shapes). A private
+    estimator calls it first, so that a bad setting is refused before its inputs are
+    featurised, in time that does not depend on them.
+
+    >>> check_given_settings(epochs="auto", batch_size=64, learning_rate=0.5, accountant="pld")
+    >>> check_given_settings(epochs=0, batch_size="auto", learning_rate="auto", accountant="pld")
+    Traceback (most recent call last):
+    ...
+    ValueError: epochs must be finite and > 0, got 0
+    """
+    accounting._check_accountant(accountant)
+    if not (isinstance(epochs, str) and epochs == AUTO):
+        ep = _as_float(epochs, "epochs")
+        if not math.isfinite(ep) or ep <= 0:
+            raise ValueError(f"epochs must be finite and > 0, got {epochs!r}")
+    if not (isinstance(batch_size, str) and batch_size == AUTO):
+        check_positive_int(batch_size, "batch_size")
+    if not (isinstance(learning_rate, str) and learning_rate == AUTO):
+        as_schedule(learning_rate)
+
+
 def resolve_settings(
     model: nn.Module,
     train_data,

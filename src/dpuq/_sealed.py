@@ -56,7 +56,9 @@ def _global_states() -> list:
 def _restore(states: list) -> None:
     torch = sys.modules.get("torch")
     if torch is not None and all(kind != "torch" for kind, _ in states):
-        torch.manual_seed(torch.initial_seed())  # imported inside: back to its state at import
+        # imported inside: a fresh seed from the OS, as torch takes at import (not the last
+        # reseed inside, nor whether that came before the import or after)
+        torch.seed()
     for kind, seed in states:
         cuda = getattr(torch, "cuda", None)
         if kind == "cuda-unstarted" and cuda is not None and cuda.is_initialized():

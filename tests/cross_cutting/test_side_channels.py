@@ -600,3 +600,26 @@ def test_python_objects_in_cells_are_each_subsets_own():
     got = summaries(data)
     assert _differs(got, ref).sum() <= 1
     assert all(cell == [0] for cell in data[:, 1])  # the caller's objects are untouched
+    # a cell that cannot be copied (user code runs in __deepcopy__): its subset has no
+    # estimate, the release goes on (an error here would depend on the data)
+    import threading
+
+    locked = table(values)
+    locked[7, 1] = threading.Lock()
+    theta = summaries(locked)
+    assert np.isnan(theta).sum() == 1 and np.isfinite(theta).sum() == 3
+
+
+def test_a_dataframe_keeps_its_object_cells_and_their_types():
+    """A second reader (eighth session): duplicate object column names gave every cell the
+    column's label, and a list assignment re-inferred an object column's dtype per subset."""
+    import pandas as pd
+
+    from dpuq.inference._subsets import _own_objects
+
+    frame = pd.DataFrame([[1.0, "a", [1]], [2.0, None, [2]]], columns=["x", "s", "s"])
+    got = _own_objects(frame)
+    assert got.iloc[:, 1].equals(frame.iloc[:, 1]) and got.iloc[:, 2].tolist() == [[1], [2]]
+    assert got.iloc[1, 2] is not frame.iloc[1, 2] and (got.dtypes == frame.dtypes).all()
+    mixed = pd.DataFrame({"v": pd.Series([1.0, None, 2], dtype=object)})
+    assert _own_objects(mixed).dtypes["v"].kind == "O"

@@ -811,3 +811,12 @@ def test_outputs_of_another_shape_or_complex_are_no_estimate_and_tensors_are_rea
     assert np.isnan(_clean(0.5 + 0j, -one, one, (1,))).all()
     t = torch.tensor([0.5], requires_grad=True) * 2
     assert _clean(t, -one, one, (1,)).tolist() == [1.0]
+
+
+def test_statistic_bounds_beyond_1e150_are_refused_before_anything_runs():
+    """A second reader (eighth session): bounds of ±8e307 let the clamped mean overflow after
+    the charge, an error whose presence depended on the data."""
+    x = np.random.default_rng(0).uniform(size=500)
+    with pytest.raises(ValueError, match="statistic_bounds must lie within"):
+        dpuq.private_confidence_interval(x, statistic=wmean, statistic_bounds=(-8e307, 8e307),
+                                         alpha=0.1, epsilon=1.0, vectorized=True)  # fmt: skip

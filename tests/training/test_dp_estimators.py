@@ -379,6 +379,17 @@ def test_a_refused_refit_leaves_the_estimator_as_it_was(tab, tmp_path):
     assert clf.n_features_in_ == X.shape[1] and list(clf.classes_) == [0, 1, 2]
     with pytest.warns(RepeatedReleaseWarning, match="spent"):
         clf.set_params(classes=None, learning_rate="auto").fit(X, y)
+    # a warning turned into an error comes after the estimator is whole: the refit's model
+    # (its budget spent) is kept, not thrown away (a second reader, eighth session)
+    led.create_budget("e", epsilon=20.0, delta=1e-4)
+    clf.set_params(random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RepeatedReleaseWarning)
+        with pytest.raises(RepeatedReleaseWarning):
+            clf.fit(X, y, ledger=led, dataset="e")
+    assert led.status("e").spent_epsilon == 4.0 and clf.random_state == 1
+    assert clf.privacy_report_.details.get("seeded", True) is not None
+    assert not np.array_equal(clf.predict_proba(X[:50]), _clf().fit(X, y).predict_proba(X[:50]))
     t = X[:, 0] + X[:, 1]
     reg = DPRegressor(epsilon=4.0, delta=1e-5, target_bounds=(-4, 4), **FAST).fit(X, t)
     pred = reg.predict(X[:5])
@@ -420,7 +431,7 @@ def test_values_beyond_float32_and_extreme_bounds_get_a_clear_error_not_a_warnin
         _clf().fit(big, y)
     with pytest.raises(ValueError, match="y: values beyond float32"):
         DPRegressor(epsilon=4.0, delta=1e-5, **FAST).fit(X, np.r_[1e300, np.zeros(len(X) - 1)])
-    for bounds in ((-3e38, 3e38), (0.0, 1e-46), (-1e300, 1e300)):
+    for bounds in ((-3e38, 3e38), (0.0, 1e-46), (-1e300, 1e300), (1e7, 1e7 + 0.5)):
         with pytest.raises(ValueError, match="feature_bounds"):
             _clf(feature_bounds=bounds).fit(X, y)
         with pytest.raises(ValueError, match="target_bounds"):

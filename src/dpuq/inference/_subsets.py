@@ -66,7 +66,7 @@ def _rows(x):
     arr = np.asarray(x)
     if arr.ndim not in (1, 2):
         raise ValueError(f"x must be an (n,) or (n, d) array or a DataFrame, got {arr.ndim} dims")
-    if arr.dtype == object:  # cells that are Python objects: each subset its own copies
+    if arr.dtype.hasobject:  # cells that are Python objects: each subset its own copies
         return arr.shape[0], lambda idx: _read_only(copy.deepcopy(arr[idx]))
     return arr.shape[0], lambda idx: _read_only(arr[idx])
 
@@ -75,15 +75,34 @@ def _own_objects(frame):
     """A subset's DataFrame rows with copies of any Python objects in its cells: ``iloc`` and
     ``copy()`` share them, so an ``f`` editing a list in a cell would carry one subset's data
     into every later subset (the weight-sharing leak of issue 33, through the cells)."""
+    import pandas as pd
+
     frame = frame.copy()
-    for col in frame.select_dtypes(include="object").columns:
-        frame[col] = [copy.deepcopy(v) for v in frame[col]]
+    for j in np.flatnonzero((frame.dtypes == object).to_numpy()):  # noqa: E721 (a dtype)
+        cells = [copy.deepcopy(v) for v in frame.iloc[:, j]]
+        frame.isetitem(j, pd.Series(cells, index=frame.index, dtype=object))
     return frame
 
 
 def _read_only(rows: np.ndarray) -> np.ndarray:
     rows.flags.writeable = False
     return rows
+
+
+def _subset_rows(take, idx):
+    """A subset's rows, or ``None`` where copying its cells fails (an object that cannot be
+    copied: user code, ``__deepcopy__``, runs here): whether that happens may depend on the
+    data, so it is no estimate for the subset, never an error."""
+    interrupted = False
+    try:
+        return take(idx)
+    except KeyboardInterrupt:
+        interrupted = True
+    except ESTIMATION_ERRORS:
+        return None
+    if interrupted:
+        raise KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
+    return None
 
 
 def _fresh_rows(rows):
@@ -125,6 +144,11 @@ MIN_AUTO_SUBSET = 20
 MIN_LOCATING_SUBSET = 10
 
 
+#: Largest magnitude of ``statistic_bounds``: sums and squares of values clamped to them
+#: stay finite (an overflow would be a data-dependent error after the charge).
+MAX_STATISTIC_BOUND = 1e150
+
+
 def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, bool]:
     """``(lo, hi, scalar)``: public bounds of f's output, arrays of shape ``(p,)``."""
     try:
@@ -143,6 +167,10 @@ def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, b
         raise ValueError("statistic_bounds must be two numbers or two 1-d arrays of one length")
     if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
         raise ValueError("statistic_bounds must be finite")
+    if max(np.abs(lo_a).max(), np.abs(hi_a).max()) > MAX_STATISTIC_BOUND:
+        raise ValueError(  # beyond it, sums and squares of clamped values could overflow
+            f"statistic_bounds must lie within ±{MAX_STATISTIC_BOUND:g}: rescale the statistic"
+        )
     if not np.all(lo_a < hi_a):
         raise ValueError("statistic_bounds must satisfy lower < upper in every coordinate")
     return lo_a, hi_a, scalar
@@ -331,16 +359,17 @@ def _call(f, rows, weights, lo, hi, shape, errors: dict) -> np.ndarray:
     ``errors`` (what ``f`` sets there ends with the call: no trace in later calls), inside
     :func:`dpuq._sealed.sealed`."""
     interrupted = False
-    try:
-        with np.errstate(**errors):
+    with np.errstate(**errors):  # f's output is read (its __float__, __array__) here too
+        try:
             out = f(_fresh_rows(rows), np.array(weights, dtype=float))
-    except KeyboardInterrupt:  # the user's interrupt: the release has not been charged yet
-        interrupted = True
-    except ESTIMATION_ERRORS:
-        out = np.full(shape, np.nan)
-    if interrupted:  # raised outside the handler: no reference to f's exception or frames
-        raise KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
-    return _clean(out, lo, hi, shape)
+        except KeyboardInterrupt:  # the user's interrupt: the release is not charged yet
+            interrupted = True
+        except ESTIMATION_ERRORS:
+            out = np.full(shape, np.nan)
+        if not interrupted:
+            return _clean(out, lo, hi, shape)
+    # raised outside the handler: no reference to f's exception or frames
+    raise KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
 
 
 def jackknife_weights(b: int, n: int, groups: int) -> tuple[np.ndarray, np.ndarray]:
@@ -434,11 +463,17 @@ def subset_summaries(
         fixed = np.vstack([fixed, jack])
     m = fixed.shape[0]
     values = np.empty((s, m + tt, p))
-    seeds = child_generator(rng)  # fixed before f runs (rng's own stream is left as it was)
-    errors = np.geterr()
+    # fixed before f runs: a spawned child (rng's stream is left as it was), or for a
+    # generator that cannot spawn (a legacy RandomState's bit generator) one draw of rng
+    seeds = child_generator(rng)
+    errors = {**np.geterr(), "call": np.geterrcall()}
     with sealed():  # no output; the global random states as they were, afterwards
         for k in range(s):  # one subset at a time: f sees only its rows
-            rows = take(parts[k])
+            rows = _subset_rows(take, parts[k])
+            if rows is None:  # its cells could not be copied: the subset has no estimate
+                values[k] = np.nan
+                reseed_global_states(seeds)  # the same draws of seeds, whatever happened
+                continue
             all_w = np.vstack([fixed, weights[k]])
             # each subset starts the global generators from its own data-free seed: what an
             # f draws from them (a count that may depend on its rows) stays in its subset

@@ -120,22 +120,14 @@ class _DPEstimator(PrivateEstimator):
             x = image_inputs(x, self.features_ if features is None else features)
         return np.ascontiguousarray(x, dtype=np.float32)
 
-    def _warn_if_refitted(self, had_model: bool, eps: float) -> None:
-        if had_model:  # the estimator's own state, never the data; once the fit is accepted
-            warnings.warn(
-                f"this {type(self).__name__} already held a trained model: this fit spent "
-                f"epsilon = {eps:g} again on the training people (the costs add up)",
-                RepeatedReleaseWarning,
-                stacklevel=4,
-            )
-
-    # ------------------------------------------------------------------ fit
     @contextlib.contextmanager
-    def unchanged_if_refused(self):
-        """Run a fit; if it raises (a refused setting or input, an exceeded budget), put the
-        estimator's state back as it was: scikit-learn's input validation sets
+    def fitting(self):
+        """Run a fit: if it raises (a refused setting or input, an exceeded budget), put the
+        estimator's state back as it was (scikit-learn's input validation sets
         ``n_features_in_`` before training, and a half-updated estimator would pair an old
-        model with new classes, bounds or features."""
+        model with new classes, bounds or features); once it is accepted and complete, warn
+        if it replaced a trained model (after the estimator is whole: a warning turned into
+        an error cannot undo a spent budget's model)."""
         state = dict(self.__dict__)
         try:
             yield
@@ -143,11 +135,20 @@ class _DPEstimator(PrivateEstimator):
             self.__dict__.clear()
             self.__dict__.update(state)
             raise
+        if "model_" in state:  # the estimator's own state, never the data
+            warnings.warn(
+                f"this {type(self).__name__} already held a trained model: this fit spent "
+                f"epsilon = {self.privacy_report_.epsilon:g} again on the training people "
+                "(the costs add up)",
+                RepeatedReleaseWarning,
+                stacklevel=4,
+            )
 
+    # ------------------------------------------------------------------ fit
     def _fit(self, X, targets, n_outputs: int, ledger, dataset, notes: tuple[str, ...],
              fitted: dict):  # fmt: skip
         """Train, then set the fitted attributes (``fitted`` and this fit's own) together:
-        a refused fit leaves the estimator as it was (:func:`unchanged_if_refused`)."""
+        a refused fit leaves the estimator as it was (:meth:`fitting`)."""
         from dpuq.training.train import train_classifier
 
         eps, delta, seed = self._check_params()
@@ -183,7 +184,6 @@ class _DPEstimator(PrivateEstimator):
             extra["world_size"] = self.world_size
         if self._task == "regression":
             extra.update(task="regression", averaging="weights")
-        had_model = hasattr(self, "model_")
         model, report = train_classifier(
             network, (x, targets), method=self.method, epsilon=eps, delta=delta,
             epochs=self.epochs, batch_size=self.batch_size, learning_rate=self.learning_rate,
@@ -221,7 +221,6 @@ class _DPEstimator(PrivateEstimator):
                 *notes,
             ),
         )
-        self._warn_if_refitted(had_model, eps)
         return self
 
     @staticmethod

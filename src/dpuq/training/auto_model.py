@@ -120,8 +120,8 @@ def check_feature_bounds(
         )
     if max(np.abs(lo).max(), np.abs(hi).max()) > MAX_BOUND:
         raise ValueError(f"{name} must lie within ±{MAX_BOUND:g} (the network works in float32)")
-    with np.errstate(all="ignore"):
-        span = (hi - lo).astype(np.float32)
+    with np.errstate(all="ignore"):  # as the network would see them: float32 ends
+        span = hi.astype(np.float32) - lo.astype(np.float32)
         tiny = ~(np.isfinite(1.0 / span) & (span > 0))
     if tiny.any():
         j = int(np.flatnonzero(tiny)[0])
@@ -147,11 +147,11 @@ def scale_features(X: np.ndarray, bounds, *, images: bool = False) -> np.ndarray
         if np.abs(X).max(initial=0.0) > np.finfo(np.float32).max:  # the cast would overflow
             raise ValueError("X: values beyond float32's range; declare feature_bounds")
         return np.asarray(X, dtype=np.float32)
-    x = np.asarray(X)  # clipped at its own precision first: a float32 cast could overflow
+    x = np.asarray(X, dtype=np.float64)  # clipped first: a float32 cast could overflow
     lo, hi = bounds
     shape = (1, -1) if x.ndim == 2 else (1,) * x.ndim
-    lo_b = np.asarray(lo[0] if x.ndim != 2 else lo, dtype=x.dtype).reshape(shape)
-    hi_b = np.asarray(hi[0] if x.ndim != 2 else hi, dtype=x.dtype).reshape(shape)
+    lo_b = np.asarray(lo[0] if x.ndim != 2 else lo, dtype=np.float64).reshape(shape)
+    hi_b = np.asarray(hi[0] if x.ndim != 2 else hi, dtype=np.float64).reshape(shape)
     unit = ((np.clip(x, lo_b, hi_b) - lo_b) / (hi_b - lo_b)).astype(np.float32)
     return unit if images else (2.0 * unit - 1.0).astype(np.float32)
 

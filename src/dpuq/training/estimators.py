@@ -132,10 +132,12 @@ class DPClassifier(ClassifierMixin, _DPEstimator):
         Raises
         ------
         ValueError
-            Bad settings (named), NaN or infinite ``X``, shapes that do not match, fewer
-            than 2 samples or classes, labels outside ``classes``, batch norm layers.
+            Bad settings (named), NaN or infinite ``X``, values beyond float32's range
+            without ``feature_bounds``, shapes that do not match, fewer than 2 samples or
+            classes, labels outside ``classes``, batch norm layers. A refused fit leaves
+            the estimator as it was.
         """
-        with self.unchanged_if_refused():  # a refused fit changes nothing
+        with self.fitting():  # a refused fit changes nothing
             self._check_params()
             X, y = validate_data(
                 self, X, y, allow_nd=True, dtype=(np.float64, np.float32), ensure_min_samples=2
@@ -240,7 +242,7 @@ class DPRegressor(RegressorMixin, _DPEstimator):
 
     def fit(self, X, y, *, ledger=None, dataset=None) -> DPRegressor:
         """Train with ``(epsilon, delta)``-DP on ``(X, y)``; returns self (see DPClassifier)."""
-        with self.unchanged_if_refused():  # a refused fit changes nothing
+        with self.fitting():  # a refused fit changes nothing
             self._check_params()
             X, y = validate_data(
                 self, X, y, allow_nd=True, dtype=(np.float64, np.float32), ensure_min_samples=2,

@@ -438,3 +438,30 @@ def test_values_beyond_float32_and_extreme_bounds_get_a_clear_error_not_a_warnin
             DPRegressor(epsilon=4.0, delta=1e-5, target_bounds=bounds, **FAST).fit(X, X[:, 0])
     with pytest.raises(ValueError, match="classes must declare at least 2"):
         _clf(classes=[]).fit(X, y)
+
+
+def test_a_training_that_fails_after_the_charge_says_the_charge_stands(tmp_path):
+    """A second reader (eighth session): a model that raised during training left the ledger
+    charged and the error silent about it."""
+    from dpuq.training import train_classifier
+
+    class Breaks(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+
+        def forward(self, x):
+            if self.training:
+                raise RuntimeError("a user's model failed")
+            return self.lin(x)
+
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=5.0, delta=1e-4)
+    x = np.random.default_rng(0).normal(size=(64, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+    with pytest.raises(RuntimeError, match="failed") as info:
+        train_classifier(Breaks(), (x, y), method="dpsgd", epsilon=1.0, delta=1e-5,
+                         accountant="gdp", epochs=1, show_progress=False, ledger=led,
+                         dataset="d", random_state=0)  # fmt: skip
+    assert any("the charge stands" in note for note in info.value.__notes__)
+    assert led.status("d").spent_epsilon == 1.0

@@ -288,6 +288,7 @@ def train_classifier(
     from dpuq.privacy.ledger import ledger_required
 
     charged_here = procs is None or procs.rank == 0  # one charge for all the ranks
+    charged = False
     if charged_here and (
         ledger is not None or dataset is not None or (private and ledger_required())
     ):
@@ -310,6 +311,7 @@ def train_classifier(
                 "accountant": accountant,
             },
         )
+        charged = True
     # ---- wrap and train -------------------------------------------------------------------
     model.to(dev).train()
     base = torch.optim.SGD(
@@ -394,6 +396,13 @@ def train_classifier(
                 taken.append(float(opt.noise_multiplier))
             if t in snapshot_at:
                 snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+    except BaseException as exc:  # say that the budget was spent (public: the call's own cost)
+        if charged:
+            exc.add_note(
+                f"dpuq: epsilon {cost[0]:g}, delta {cost[1]:g} were charged to data set "
+                f"{dataset!r} before training stopped; the charge stands (nothing was released)"
+            )
+        raise
     finally:
         if private:
             net.remove_hooks()

@@ -129,6 +129,9 @@ BAD = [  # (the options after --data, split on spaces; what the one error line s
      "--statistic-bounds applies to the other statistics"),
     ("--statistic auc --columns crp sepsis --statistic-bounds 0 1", "0-based indices"),
     ("--statistic auc --columns 2 7 --statistic-bounds 0 1", "has 4 column(s)"),
+    # an outside probe (eighth session): the same column twice ran at full cost
+    ("--statistic correlation --columns 0 00 --statistic-bounds -1 1", "two different columns"),
+    ("--statistic log-odds-ratio --columns 3 3 --statistic-bounds -5 5", "two different"),
 ]  # fmt: skip
 
 
@@ -206,3 +209,18 @@ def test_a_general_release_charges_once_with_its_settings(cohort, tmp_path, caps
     (row,) = led.releases("cohort")
     assert row.epsilon == 1.0 and row.settings["columns"] == ["age", "sbp"]
     assert row.settings["statistic_bounds"] == [-1.0, 1.0] and row.settings["n"] == 3000
+
+
+def test_an_ambiguous_header_name_is_refused_and_errors_name_the_flag(tmp_path, capsys):
+    """An outside probe (eighth session): a header naming a column twice silently took the
+    first; a missing name under --columns was reported as --column's."""
+    rng = np.random.default_rng(1)
+    table = np.column_stack([rng.uniform(20, 80, 400), rng.normal(size=400), rng.normal(size=400)])
+    np.savetxt(tmp_path / "dup.csv", table, delimiter=",", header="age,age,crp", comments="")
+    out = tmp_path / "x.json"
+    for extra, match in (("--columns age crp", "names 'age' more than once"),
+                         ("--columns crp nope", "--columns: no column 'nope'")):  # fmt: skip
+        code, _, err = interval(capsys, tmp_path / "dup.csv", "--statistic", "correlation",
+                                *extra.split(), "--statistic-bounds", -1, 1, out=out)  # fmt: skip
+        assert code == 2 and len(err.strip().splitlines()) == 1 and match in err, err
+    assert not out.exists()

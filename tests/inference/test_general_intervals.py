@@ -820,3 +820,22 @@ def test_statistic_bounds_beyond_1e150_are_refused_before_anything_runs():
     with pytest.raises(ValueError, match="statistic_bounds must lie within"):
         dpuq.private_confidence_interval(x, statistic=wmean, statistic_bounds=(-8e307, 8e307),
                                          alpha=0.1, epsilon=1.0, vectorized=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("statistic", ["mean", "trimmed_mean"])
+def test_a_tiny_epsilon_gives_a_conservative_interval_not_an_overflow_or_a_point(statistic):
+    """An outside probe (eighth session): at ε = 1e-6 the noisy log half-width overflowed
+    (an error after the charge) or gave a zero-width interval marked informative. Where its
+    noise exceeds its clamping window (public: n, ε), the window's upper end is used."""
+    x = np.random.default_rng(0).uniform(20, 80, 3000)
+    truth = x.mean() if statistic == "mean" else np.sort(x)[300:2700].mean()
+    for eps in (1e-6, 1e-3):
+        for seed in (1, 7):
+            ci = dpuq.private_confidence_interval(
+                x, statistic=statistic, bounds=(0, 100), alpha=0.1, epsilon=eps, random_state=seed
+            )
+            assert ci.details["half_width_unreadable"]
+            assert ci.upper - ci.lower > 1.0 and ci.lower <= truth <= ci.upper, (eps, seed)
+    ci = dpuq.private_confidence_interval(x, statistic=statistic, bounds=(0, 100), alpha=0.1,
+                                          epsilon=1.0, random_state=0)  # fmt: skip
+    assert not ci.details["half_width_unreadable"]

@@ -203,9 +203,9 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
         first = (lines[0].split(delimiter) if delimiter else lines[0].split()) if lines else []
         data_columns = list(usecols) if usecols is not None else list(range(len(first)))
         try:  # a header name first; an index (of the data columns) where none has that name
-            position = header_column(p, label, column, delimiter, skip)
-        except ValueError:
-            if index is None:
+            position = header_column(p, label, column, delimiter, skip, flag)
+        except ValueError as exc:
+            if index is None or "more than once" in str(exc):
                 raise
             if index >= len(data_columns):
                 raise out_of_range(len(data_columns)) from None
@@ -262,6 +262,13 @@ def _data_statistic(args):
     return data, kw, {"column": args.column, "bounds": list(bounds)}
 
 
+def _same_column(a: str, b: str) -> bool:
+    """The same column named twice (``age age``, ``0 00``); a name and an index of the same
+    column are caught where the two columns are read (public: the header, not the data)."""
+    digits = a.isascii() and a.isdigit() and b.isascii() and b.isdigit()
+    return a == b or (digits and int(a) == int(b))
+
+
 def _general_statistic(args):
     """A ready-made statistic of :mod:`dpuq.inference.statistics` on one or two columns."""
     import numpy as np
@@ -290,6 +297,9 @@ def _general_statistic(args):
             raise ValueError(f"--statistic {stat} takes two columns: --columns "
                              f"{' '.join(r.upper() for r in roles)}")  # fmt: skip
         columns = list(args.columns)
+        if _same_column(*columns):
+            raise ValueError(f"--columns: --statistic {stat} needs two different columns, got "
+                             f"{columns[0]!r} twice")  # fmt: skip
     kw: dict = {}
     if (args.center is None) != (args.scale is None) or (
         args.center is not None and stat != "logistic-slope"

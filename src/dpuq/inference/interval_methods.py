@@ -159,7 +159,14 @@ def _ensemble_interval(
     agg_h = _private_clamped_mean(
         np.log(h_k), epsilon=e_h, half_width=w_h, center=math.log(h_ref), rng=rng
     )
-    h = math.exp(agg_h.value)
+    # post-processing: the clamped values' mean lies in its window, so the noisy release is
+    # projected onto it (never further from that mean); at a tiny ε the noise alone would
+    # give exp(±huge): an overflow after the charge, or a zero-width interval
+    lo_h, hi_h = agg_h.center - agg_h.half_width, agg_h.center + agg_h.half_width
+    unreadable = agg_h.noise_scale > agg_h.half_width  # public: 2 w / (s ε_h) > w
+    # where the noise exceeds the window (a tiny ε), the release says nothing about where in
+    # it the half-width lies: the window's upper end, the widest it allows (conservative)
+    h = math.exp(hi_h if unreadable else min(max(agg_h.value, lo_h), hi_h))
     if symmetric:
         r_value, r_scale = 0.0, None
     else:
@@ -207,6 +214,7 @@ def _ensemble_interval(
         "reference_half_width": h_ref,
         "quantiles_studentized": (lo, hi),
         "noise_scale_log_half_width": agg_h.noise_scale,
+        "half_width_unreadable": unreadable,
         "noise_scale_asymmetry": r_scale,
     }
     return lower, upper, est.value, True, report, details

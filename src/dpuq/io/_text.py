@@ -148,18 +148,23 @@ def is_data_line(line: str) -> bool:
     return not _is_skipped(line)
 
 
-def header_column(p: Path, label: str, column: str, delimiter: str | None, skip: int) -> int:
+def header_column(
+    p: Path, label: str, column: str, delimiter: str | None, skip: int, flag: str = "--column"
+) -> int:
     """The index of ``column`` in the header line of a text file (``delimiter``, ``skip`` as
-    :func:`text_layout` gives them); the error names ``--column`` but not the header's cells
-    (a file whose first row is data would have them taken for names)."""
+    :func:`text_layout` gives them); the error names ``flag`` but not the header's cells
+    (a file whose first row is data would have them taken for names). A name the header
+    holds twice is ambiguous: refused, not its first match."""
     with open(p, encoding="utf-8-sig") as fh:
         before = [line for line in itertools.islice(fh, skip) if is_data_line(line)]
     if not before:
-        raise ValueError(f"--column needs a header line naming the columns in {label}")
+        raise ValueError(f"{flag} needs a header line naming the columns in {label}")
     header = before[-1]
     names = [t.strip() for t in (header.split(delimiter) if delimiter else header.split())]
     if column not in names:
-        raise ValueError(f"--column: no column {column!r} in the header line of {label}")
+        raise ValueError(f"{flag}: no column {column!r} in the header line of {label}")
+    if names.count(column) > 1:
+        raise ValueError(f"{flag}: the header line of {label} names {column!r} more than once")
     return names.index(column)
 
 

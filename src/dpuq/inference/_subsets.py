@@ -324,6 +324,8 @@ class SubsetSummaries:
 def _as_shape(values, shape) -> np.ndarray:
     """``values`` as real numbers of exactly ``shape`` (axes of length 1 may be left out);
     anything else raises (counted as no estimate by the caller)."""
+    if type(values) is float and math.prod(shape) == 1:  # the common scalar: fast
+        return np.full(shape, values)
     if hasattr(values, "detach"):  # a torch tensor, with or without its graph
         values = values.detach().cpu()
     if np.iscomplexobj(values):  # never its real part, silently
@@ -354,20 +356,18 @@ def _clean(values, lo, hi, shape) -> np.ndarray:
     return np.clip(v, lo, hi)
 
 
-def _call(f, rows, weights, lo, hi, shape, errors: dict) -> np.ndarray:
-    """One call of ``f`` on its own copy of the weights and rows, under NumPy's error state
-    ``errors`` (what ``f`` sets there ends with the call: no trace in later calls), inside
-    :func:`dpuq._sealed.sealed`."""
+def _call(f, rows, weights, lo, hi, shape) -> np.ndarray:
+    """One call of ``f`` on its own copy of the weights and rows (inside
+    :func:`dpuq._sealed.sealed`, and each subset under the caller's NumPy error state)."""
     interrupted = False
-    with np.errstate(**errors):  # f's output is read (its __float__, __array__) here too
-        try:
-            out = f(_fresh_rows(rows), np.array(weights, dtype=float))
-        except KeyboardInterrupt:  # the user's interrupt: the release is not charged yet
-            interrupted = True
-        except ESTIMATION_ERRORS:
-            out = np.full(shape, np.nan)
-        if not interrupted:
-            return _clean(out, lo, hi, shape)
+    try:
+        out = f(_fresh_rows(rows), np.array(weights, dtype=float))
+    except KeyboardInterrupt:  # the user's interrupt: the release is not charged yet
+        interrupted = True
+    except ESTIMATION_ERRORS:
+        out = np.full(shape, np.nan)
+    if not interrupted:
+        return _clean(out, lo, hi, shape)  # f's output is read (__float__, __array__) here
     # raised outside the handler: no reference to f's exception or frames
     raise KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
 
@@ -478,10 +478,11 @@ def subset_summaries(
             # each subset starts the global generators from its own data-free seed: what an
             # f draws from them (a count that may depend on its rows) stays in its subset
             reseed_global_states(seeds)
-            if vectorized:
-                values[k] = _call(statistic, rows, all_w, lo, hi, (m + tt, p), errors)
-            else:
-                values[k] = [_call(statistic, rows, w, lo, hi, (p,), errors) for w in all_w]
+            with np.errstate(**errors):  # what f sets there ends with its subset's calls
+                if vectorized:
+                    values[k] = _call(statistic, rows, all_w, lo, hi, (m + tt, p))
+                else:
+                    values[k] = [_call(statistic, rows, w, lo, hi, (p,)) for w in all_w]
     theta, star = values[:, 0], values[:, m:]
     if g > 0:
         theta = jackknife_correct(theta, values[:, 1:m], b, d, lo, hi)

@@ -93,16 +93,20 @@ def _subset_rows(take, idx):
     """A subset's rows, or ``None`` where copying its cells fails (an object that cannot be
     copied: user code, ``__deepcopy__``, runs here): whether that happens may depend on the
     data, so it is no estimate for the subset, never an error."""
-    interrupted = False
     try:
         return take(idx)
     except KeyboardInterrupt:
-        interrupted = True
+        pass  # re-raised below, outside the handler
     except ESTIMATION_ERRORS:
         return None
-    if interrupted:
-        raise KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
-    return None
+    raise _fresh_interrupt()  # only an interrupt gets here
+
+
+def _fresh_interrupt() -> KeyboardInterrupt:
+    """The interrupt re-raised for one from ``f`` (or its cells' copies): a new object, raised
+    outside the handler, so that no message, context or frame of ``f``'s (which may hold
+    rows) leaves the release; nothing is charged yet."""
+    return KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
 
 
 def _fresh_rows(rows):
@@ -351,7 +355,7 @@ def _clean(values, lo, hi, shape) -> np.ndarray:
     except ESTIMATION_ERRORS:
         v = np.full(shape, np.nan)
     if interrupted:  # a fresh interrupt: f's own (its message, its frames) may hold rows
-        raise KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
+        raise _fresh_interrupt()
     v = np.where(np.isfinite(v), v, np.nan)
     return np.clip(v, lo, hi)
 
@@ -369,7 +373,7 @@ def _call(f, rows, weights, lo, hi, shape) -> np.ndarray:
     if not interrupted:
         return _clean(out, lo, hi, shape)  # f's output is read (__float__, __array__) here
     # raised outside the handler: no reference to f's exception or frames
-    raise KeyboardInterrupt("interrupted while the statistic ran: nothing was charged")
+    raise _fresh_interrupt()
 
 
 def jackknife_weights(b: int, n: int, groups: int) -> tuple[np.ndarray, np.ndarray]:

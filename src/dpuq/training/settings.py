@@ -105,6 +105,14 @@ def check_private_model(model: nn.Module) -> None:
         )
 
 
+def _check_epochs(epochs) -> float:
+    """``epochs`` as a float, finite and > 0 (else a ValueError naming it)."""
+    ep = _as_float(epochs, "epochs")
+    if not math.isfinite(ep) or ep <= 0:
+        raise ValueError(f"epochs must be finite and > 0, got {epochs!r}")
+    return ep
+
+
 def check_given_settings(*, epochs, batch_size, learning_rate, accountant) -> None:
     """The recipe's settings a user gives, checked before any data is read (``"auto"``
     passes; :func:`resolve_settings` checks them again with the data's shapes). A private
@@ -119,9 +127,7 @@ def check_given_settings(*, epochs, batch_size, learning_rate, accountant) -> No
     """
     accounting._check_accountant(accountant)
     if not (isinstance(epochs, str) and epochs == AUTO):
-        ep = _as_float(epochs, "epochs")
-        if not math.isfinite(ep) or ep <= 0:
-            raise ValueError(f"epochs must be finite and > 0, got {epochs!r}")
+        _check_epochs(epochs)
     if not (isinstance(batch_size, str) and batch_size == AUTO):
         check_positive_int(batch_size, "batch_size")
     if not (isinstance(learning_rate, str) and learning_rate == AUTO):
@@ -233,9 +239,7 @@ def resolve_settings(
     averaging_start, prior_std = settings["averaging_start"], settings["prior_std"]
     if clipping not in CLIPPING:
         raise ValueError(f"clipping must be one of {CLIPPING} or 'auto', got {clipping!r}")
-    ep = _as_float(epochs, "epochs")
-    if not math.isfinite(ep) or ep <= 0:
-        raise ValueError(f"epochs must be finite and > 0, got {epochs!r}")
+    ep = _check_epochs(epochs)
     bsz = check_positive_int(batch_size, "batch_size")
     clip = _as_float(max_grad_norm, "max_grad_norm")
     if not math.isfinite(clip) or clip <= 0:

@@ -38,6 +38,7 @@ __all__ = [
     "MAX_RESAMPLES",
     "MAX_WORK",
     "MIN_PARAMETER",
+    "MIN_SPAN",
     "NotFittedError",
     "as_array",
     "as_real_array",
@@ -55,6 +56,7 @@ __all__ = [
     "check_random_state_setting",
     "check_scores",
     "check_size",
+    "check_span",
     "check_work",
     "to_ndarray",
 ]
@@ -68,6 +70,11 @@ MAX_EPSILON = 100.0
 MIN_PARAMETER = 1e-12
 #: Largest magnitude of data whose squares and sums must stay finite (bounds, bootstrap data).
 MAX_MAGNITUDE = 1e150
+#: Narrowest public range (``upper - lower``) a release accepts: the noise scales are powers of
+#: it over ``n ε`` (a variance's sensitivity ``R² / n``), and below about ``1e-150`` they fall
+#: under the exact Laplace sampler's ``2^-1000``, an error that came only after the charge.
+#: Rescaling the data (other units) costs nothing.
+MIN_SPAN = 1e-100
 #: Bins of a private quantile or a calibration metric (resolution 1e-7; 8 bytes per bin).
 MAX_BINS = 10_000_000
 #: Bootstrap resamples (per subset): the Monte Carlo error ~1/sqrt(T) is then < 0.3%.
@@ -285,6 +292,24 @@ def check_magnitude(arr: np.ndarray, name: str) -> np.ndarray:
             "rescale the data"
         )
     return arr
+
+
+def check_span(lower: float, upper: float, name: str) -> None:
+    """Refuse a public range narrower than :data:`MIN_SPAN` (its noise scales would underflow).
+
+    Data-free, so it runs before anything is read or charged.
+
+    Examples
+    --------
+    >>> check_span(0.0, 1e-120, "bounds")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: bounds span 1e-120, narrower than 1e-100: ... rescale the data (other units)
+    """
+    if upper - lower < MIN_SPAN:
+        raise ValueError(
+            f"{name} span {upper - lower:g}, narrower than {MIN_SPAN:g}: the noise scales "
+            "underflow; rescale the data (other units)"
+        )
 
 
 def check_work(cells: int, what: str, advice: str) -> None:

@@ -839,3 +839,37 @@ def test_a_tiny_epsilon_gives_a_conservative_interval_not_an_overflow_or_a_point
     ci = dpuq.private_confidence_interval(x, statistic=statistic, bounds=(0, 100), alpha=0.1,
                                           epsilon=1.0, random_state=0)  # fmt: skip
     assert not ci.details["half_width_unreadable"]
+
+
+@pytest.mark.parametrize(
+    ("statistic", "kw"),
+    [
+        ("mean", {"bounds": (0.0, 1e-150)}),
+        ("trimmed_mean", {"bounds": (0.0, 1e-150)}),
+        (wmean, {"statistic_bounds": (0.0, 1e-200), "vectorized": True}),
+    ],
+)
+def test_a_range_too_narrow_for_the_noise_is_refused_before_the_charge(tmp_path, statistic, kw):
+    """Ranges narrower than ``MIN_SPAN`` gave noise scales under the exact sampler's 2^-1000:
+    the mean's release failed after the charge (ε spent, nothing released), the general path
+    released the whole range at full cost (an outside probe, eighth session). Now the range is
+    refused by name before anything is read or charged; at ``MIN_SPAN`` a release is made."""
+    from dpuq._validation import MIN_SPAN
+
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=5.0)
+    x = np.random.default_rng(0).uniform(size=(5000, 1))
+    top = kw.get("bounds", kw.get("statistic_bounds"))[1]
+    name = "bounds" if "bounds" in kw else "statistic_bounds"
+    with pytest.raises(ValueError, match=f"{name} span .* narrower than"):
+        dpuq.private_confidence_interval(x[:, 0] * top if name == "bounds" else x * top,
+                                         statistic=statistic, alpha=0.1, epsilon=1.0,
+                                         ledger=led, dataset="d", **kw)  # fmt: skip
+    assert led.status("d").spent_epsilon == 0.0
+    kw = {key: (0.0, MIN_SPAN) for key in kw if key != "vectorized"} | (
+        {"vectorized": True} if "vectorized" in kw else {})  # fmt: skip
+    rows = x[:, 0] * MIN_SPAN if name == "bounds" else x * MIN_SPAN
+    ci = dpuq.private_confidence_interval(rows, statistic=statistic, alpha=0.1, epsilon=1.0,
+                                          random_state=0, ledger=led, dataset="d", **kw)  # fmt: skip
+    assert ci.informative and 0.0 <= ci.lower < ci.upper <= MIN_SPAN
+    assert led.status("d").spent_epsilon == 1.0

@@ -14,7 +14,13 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from dpuq._validation import check_array_1d, check_epsilon, check_magnitude, check_positive_int
+from dpuq._validation import (
+    check_array_1d,
+    check_epsilon,
+    check_magnitude,
+    check_positive_int,
+    check_span,
+)
 from dpuq.scale.sources import is_dask_collection
 
 __all__ = [
@@ -62,6 +68,7 @@ def check_bounds(bounds) -> tuple[float, float]:
     check_magnitude(np.array([a, b]), "bounds")
     if not a < b:
         raise ValueError(f"bounds must satisfy lower < upper, got {bounds!r}")
+    check_span(a, b, "bounds")
     return a, b
 
 

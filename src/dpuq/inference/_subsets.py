@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from dpuq._sealed import child_generator, reseed_global_states, sealed
-from dpuq._validation import check_work
+from dpuq._validation import check_span, check_work
 from dpuq.inference.statistics import weighted_quantile
 from dpuq.mechanisms.discrete_laplace import lattice_laplace_scale
 from dpuq.scale.sources import is_dask_collection
@@ -177,6 +177,7 @@ def _check_statistic_bounds(statistic_bounds) -> tuple[np.ndarray, np.ndarray, b
         )
     if not np.all(lo_a < hi_a):
         raise ValueError("statistic_bounds must satisfy lower < upper in every coordinate")
+    check_span(0.0, float((hi_a - lo_a).min()), "statistic_bounds")
     return lo_a, hi_a, scalar
 
 

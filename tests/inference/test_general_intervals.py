@@ -869,7 +869,9 @@ def test_a_range_too_narrow_for_the_noise_is_refused_before_the_charge(tmp_path,
     kw = {key: (0.0, MIN_SPAN) for key in kw if key != "vectorized"} | (
         {"vectorized": True} if "vectorized" in kw else {})  # fmt: skip
     rows = x[:, 0] * MIN_SPAN if name == "bounds" else x * MIN_SPAN
-    ci = dpuq.private_confidence_interval(rows, statistic=statistic, alpha=0.1, epsilon=1.0,
-                                          random_state=0, ledger=led, dataset="d", **kw)  # fmt: skip
+    ci = dpuq.private_confidence_interval(
+        rows, statistic=statistic, alpha=0.1, epsilon=1.0, random_state=0, ledger=led,
+        dataset="d", **kw,
+    )  # fmt: skip
     assert ci.informative and 0.0 <= ci.lower < ci.upper <= MIN_SPAN
     assert led.status("d").spent_epsilon == 1.0

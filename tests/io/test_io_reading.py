@@ -49,6 +49,11 @@ def test_pandas_index_column_is_dropped(tmp_path):
         (b"\n\nscore\n# c\n", "only a header line (line 3)"),
         (b"\xff\xfe\xff\xd8", "not a UTF-8 text file"),
         (b"0.1\n\xc3\x28\n", "not a UTF-8 text file"),
+        # a header naming more or fewer columns than the rows hold: which name belongs to
+        # which column would be a guess (it was read without comment, eighth session)
+        (b"age,income,visits\n1,2\n3,4\n", "header (line 1) names 3 column(s) but the rows hold 2"),
+        (b"# c\nage\n1,2\n3,4\n", "header (line 2) names 1 column(s) but the rows hold 2"),
+        (b"a b c\n1 2\n3 4\n", "names 3 column(s) but the rows hold 2"),
     ],
 )
 def test_errors_name_the_file_and_the_line(tmp_path, data, message):

@@ -186,6 +186,26 @@ def _read_text(p: Path, label: str) -> np.ndarray:
     except ValueError:
         where = _bad_line(lines, start, delimiter, usecols)
         raise ValueError(f"{label}: {where}") from None
+    _check_header_width(lines, start, delimiter, usecols, 1 if arr.ndim == 1 else arr.shape[1],
+                        label)  # fmt: skip
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     return arr
+
+
+def _check_header_width(lines, start, delimiter, usecols, width: int, label: str) -> None:
+    """A header naming more or fewer columns than the rows hold is refused: which name goes
+    with which column would be a guess (a column shifted under another's name). A file's
+    shape only, never a value."""
+    before = [k for k, line in enumerate(lines[:start]) if not _is_skipped(line)]
+    if not before:  # no header
+        return
+    header = lines[before[-1]]
+    names = [t.strip() for t in (header.split(delimiter) if delimiter else header.split())]
+    if usecols is not None:  # pandas' index column: its empty name
+        names = names[1:]
+    if len(names) != width:
+        raise ValueError(
+            f"{label}: the header (line {before[-1] + 1}) names {len(names)} column(s) but "
+            f"the rows hold {width}"
+        )

@@ -224,3 +224,26 @@ def test_an_ambiguous_header_name_is_refused_and_errors_name_the_flag(tmp_path, 
                                 *extra.split(), "--statistic-bounds", -1, 1, out=out)  # fmt: skip
         assert code == 2 and len(err.strip().splitlines()) == 1 and match in err, err
     assert not out.exists()
+
+
+def test_a_name_and_an_index_of_the_same_column_are_refused(tmp_path, capsys):
+    """``--columns age 0`` read one column twice and released its correlation with itself at
+    full cost (left open in the eighth session): the two are resolved, then compared, before
+    anything is charged."""
+    rng = np.random.default_rng(2)  # 3000 rows: enough for an informative release at ε = 1
+    table = np.column_stack([rng.uniform(20, 80, 3000), rng.normal(size=(3000, 2))])
+    np.savetxt(tmp_path / "t.csv", table, delimiter=",", header="age,crp,sbp", comments="")
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("t", epsilon=5.0)
+    ledger = ("--ledger", tmp_path / "l.sqlite", "--dataset", "t")
+    out = tmp_path / "x.json"
+    for pair in (("age", "0"), ("1", "crp")):
+        code, _, err = interval(capsys, tmp_path / "t.csv", "--statistic", "correlation",
+                                "--columns", *pair, "--statistic-bounds", -1, 1, *ledger,
+                                out=out)  # fmt: skip
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "are the same column" in err and led.releases("t") == [] and not out.exists()
+    code, _, err = interval(capsys, tmp_path / "t.csv", "--statistic", "correlation",
+                            "--columns", "age", "1", "--statistic-bounds", -1, 1, *ledger,
+                            out=out)  # fmt: skip
+    assert code == 0 and len(led.releases("t")) == 1, err

@@ -148,6 +148,12 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
     file's columns are indices only); None: the file's only column. ``flag`` is the option
     that named it, for errors.
     """
+    return _read_column_and_key(path, column, name, flag)[0]
+
+
+def _read_column_and_key(path, column: str | None, name: str, flag: str):
+    """:func:`read_column`'s array and the column it resolved to (a position, or a parquet
+    column's name): a name and an index of the same column resolve to the same key."""
     import numpy as np
 
     from dpuq.io import check_read_suffix, read_vector
@@ -155,7 +161,7 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
     p = Path(path)
     label = f"{name} {str(path)!r}"
     if column is None:
-        return read_vector(path, name).astype(float)
+        return read_vector(path, name).astype(float), None
     suffix = check_read_suffix(p, label)
     index = int(column) if column.isascii() and column.isdigit() else None
 
@@ -170,7 +176,7 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
         table = read_matrix(path, name)
         if index >= table.shape[1]:
             raise out_of_range(table.shape[1])
-        arr = table[:, index]
+        arr, key = table[:, index], index
     elif suffix == ".parquet":
         try:
             import pyarrow.parquet as pq
@@ -186,6 +192,7 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
             if index >= len(names):
                 raise out_of_range(len(names))
             column = names[index]
+        key = column
         col = pq.read_table(p, columns=[column]).column(0)
         if col.null_count:
             raise ValueError(f"{label}: column {column!r} has missing values")
@@ -210,6 +217,7 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
             if index >= len(data_columns):
                 raise out_of_range(len(data_columns)) from None
             position = data_columns[index]
+        key = position
         try:
             arr = np.loadtxt(lines, delimiter=delimiter, usecols=[position], ndmin=1)
         except ValueError:
@@ -219,7 +227,7 @@ def read_column(path, column: str | None, name: str = "--data", flag: str = "--c
         arr = arr.astype(float)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{label}: column {column!r} has missing or non-finite values")
-    return arr
+    return arr, key
 
 
 GENERAL_ONLY = ("columns", "statistic_bounds", "clip", "clip_second", "center", "scale")
@@ -263,8 +271,9 @@ def _data_statistic(args):
 
 
 def _same_column(a: str, b: str) -> bool:
-    """The same column named twice (``age age``, ``0 00``); a name and an index of the same
-    column are caught where the two columns are read (public: the header, not the data)."""
+    """The same column named twice (``age age``, ``0 00``), caught before any file is read; a
+    name and an index of the same column (``age 0``) are caught once both are resolved
+    (public: the header, not the data)."""
     digits = a.isascii() and a.isdigit() and b.isascii() and b.isdigit()
     return a == b or (digits and int(a) == int(b))
 
@@ -324,7 +333,11 @@ def _general_statistic(args):
         f = statistics.clipped(f, clip)
     f.__name__ = stat  # the released interval's name
     flag = "--column" if len(roles) == 1 else "--columns"
-    rows = np.column_stack([read_column(args.data, c, flag=flag) for c in columns])
+    read = [_read_column_and_key(args.data, c, "--data", flag) for c in columns]
+    if len(read) == 2 and read[0][1] == read[1][1]:
+        raise ValueError(f"--columns: {columns[0]!r} and {columns[1]!r} are the same column "
+                         f"of --data; --statistic {stat} needs two different columns")  # fmt: skip
+    rows = np.column_stack([arr for arr, _ in read])
     for j, role in enumerate(roles):
         if role in BINARY_ROLES and not np.all((rows[:, j] == 0) | (rows[:, j] == 1)):
             raise ValueError(f"--columns: the {role} column of --statistic {stat} must hold "

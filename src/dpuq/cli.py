@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import warnings
 
@@ -43,9 +44,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: A negative number in exponent notation (``-1e200``, ``-1.5E-3``): argparse takes only
+#: ``-5`` and ``-0.5`` for numbers and reads these as unknown options.
+_NEGATIVE_EXPONENT = re.compile(r"^-(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
+
+
+def _positional_negatives(argv: list[str]) -> list[str]:
+    """``-1e200`` written out in positional notation (``-1000…0``), which argparse reads as
+    a number; the same float, exactly (the shortest digits that round-trip)."""
+    import numpy as np
+
+    return [np.format_float_positional(float(a), trim="-") if _NEGATIVE_EXPONENT.match(a) else a
+            for a in argv]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_positional_negatives(sys.argv[1:] if argv is None else argv))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -247,3 +247,16 @@ def test_a_name_and_an_index_of_the_same_column_are_refused(tmp_path, capsys):
                             "--columns", "age", "1", "--statistic-bounds", -1, 1, *ledger,
                             out=out)  # fmt: skip
     assert code == 0 and len(led.releases("t")) == 1, err
+
+
+def test_negative_bounds_in_exponent_notation_are_numbers(tmp_path, capsys):
+    """argparse read ``-1e3`` as an unknown option ("expected 2 arguments", left open in the
+    eighth session): a negative number in exponent notation is now the same float, exactly."""
+    x = np.random.default_rng(3).uniform(-100, 5, 2000)
+    np.savetxt(tmp_path / "x.csv", x, header="v", comments="")
+    for lo, value in (("-1e3", -1000.0), ("-1.5E2", -150.0), ("-.6e3", -600.0)):
+        out = tmp_path / f"{lo}.json"
+        code, _, err = interval(capsys, tmp_path / "x.csv", "--statistic", "mean", "--bounds",
+                                lo, "5", seed=1, out=out)  # fmt: skip
+        assert code == 0, err
+        assert json.loads(out.read_text())["bounds"] == [value, 5.0]

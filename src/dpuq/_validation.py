@@ -32,6 +32,7 @@ import numpy as np
 __all__ = [
     "MAX_BINS",
     "MAX_CANDIDATES",
+    "MAX_COUNT",
     "MAX_EPSILON",
     "MAX_GRID",
     "MAX_MAGNITUDE",
@@ -45,6 +46,7 @@ __all__ = [
     "check_alpha",
     "check_array_1d",
     "check_candidates",
+    "check_count",
     "check_epsilon",
     "check_grid_size",
     "check_labels",
@@ -70,6 +72,9 @@ MAX_EPSILON = 100.0
 MIN_PARAMETER = 1e-12
 #: Largest magnitude of data whose squares and sums must stay finite (bounds, bootstrap data).
 MAX_MAGNITUDE = 1e150
+#: Largest count (a number of points ``n``) the planning functions take: beyond 2^53 integers
+#: are not exact in floating point, and a certificate's terms can no longer be told apart.
+MAX_COUNT = 2**53
 #: Narrowest public range (``upper - lower``) a release accepts: the noise scales are powers of
 #: it over ``n ε`` (a variance's sensitivity ``R² / n``), and below about ``1e-150`` they fall
 #: under the exact Laplace sampler's ``2^-1000``, an error that came only after the charge.
@@ -292,6 +297,18 @@ def check_magnitude(arr: np.ndarray, name: str) -> np.ndarray:
             "rescale the data"
         )
     return arr
+
+
+def check_count(value, name: str = "n") -> int:
+    """A number of points: an int in ``[1, MAX_COUNT]``, refused by name beyond it.
+
+    Examples
+    --------
+    >>> check_count(10**6)
+    1000000
+    """
+    return check_size(value, name, maximum=MAX_COUNT,
+                      reason="beyond 2^53 integers are not exact in floating point")  # fmt: skip
 
 
 def check_span(lower: float, upper: float, name: str) -> None:

@@ -162,3 +162,32 @@ def test_planning_package_keeps_every_public_import_path():
     assert planning.plan is sizes.plan and planning.auto_n_bins is bins.auto_n_bins
     with pytest.raises(AttributeError):
         planning._cert  # noqa: B018  (private: dpuq.planning.levels._cert)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda n: dpuq.min_epsilon(n, 0.5, 91),
+        lambda n: dpuq.min_epsilon(n, 0.1),
+        lambda n: dpuq.inflated_level(n, 0.1, 1.0, 50, 0.5),
+        lambda n: dpuq.optimal_gamma(n, 0.1, 1.0, 50),
+        lambda n: dpuq.coverage_upper_bound(n, 0.1, 1.0, 50, 0.5, 0.5),
+    ],
+)
+def test_a_count_beyond_two_to_the_53_is_refused_by_name(call):
+    """``min_epsilon(10**30, 0.5, 91)`` never returned (the slow fuzz suite hung on it, two
+    sessions running): the certificate's cut stepped back one k at a time where ``c k`` was
+    beyond float precision, so no step moved it. A count beyond 2^53 is refused by name now;
+    at 2^53 itself the answer comes."""
+    with pytest.raises(ValueError, match=r"n must be <= 9,007,199,254,740,992"):
+        call(10**30)
+    with pytest.raises(ValueError, match="beyond 2\\^53"):
+        call(2**53 + 1)
+    assert call(2**53) is not None
+
+
+def test_the_certificate_cut_is_found_in_bounded_steps_at_any_n():
+    """The certificate itself (no public entry point checks n there) returns at any n."""
+    from dpuq.planning.levels import _cert
+
+    assert 0.0 <= _cert(10**30, 1e30, 1e12, 91) <= 1.0

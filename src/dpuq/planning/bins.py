@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+from dpuq._validation import check_alpha, check_count, check_epsilon
 from dpuq.planning._bin_simulation import expected_thresholds
 from dpuq.planning.levels import (
     _cert,
@@ -145,7 +145,7 @@ def auto_n_bins(
     15
     """
     method = _check_method(method)
-    n = check_positive_int(n, "n")
+    n = check_count(n, "n")
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
     if method == "paper":

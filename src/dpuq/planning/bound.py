@@ -23,7 +23,12 @@ import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri
 from scipy.stats import binom
 
-from dpuq._validation import check_alpha, check_epsilon, check_in_open_unit, check_positive_int
+from dpuq._validation import (
+    check_alpha,
+    check_count,
+    check_epsilon,
+    check_in_open_unit,
+)
 from dpuq.planning.bins import auto_n_bins
 from dpuq.planning.levels import _certified_rho, _level_from_rho
 
@@ -79,7 +84,7 @@ def whole_line_probability(
     >>> round(whole_line_probability(159, 0.1, 1.0, 0.99), 3)
     0.01
     """
-    n = check_positive_int(n, "n")
+    n = check_count(n, "n")
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
     q = check_in_open_unit(residual_coverage, "residual_coverage")
@@ -114,7 +119,7 @@ def aimed_residual_coverage(
     >>> aimed_residual_coverage(5000, 0.1, 1.0)
     0.913
     """
-    n = check_positive_int(n, "n")
+    n = check_count(n, "n")
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
     risk = check_in_open_unit(risk, "risk")

@@ -13,7 +13,12 @@ import math
 
 import numpy as np
 
-from dpuq._validation import check_alpha, check_epsilon, check_n_bins, check_positive_int
+from dpuq._validation import (
+    check_alpha,
+    check_count,
+    check_epsilon,
+    check_n_bins,
+)
 from dpuq.mechanisms.joint_quantiles import _MAX_TUPLES, joint_union_sizes, n_ordered_tuples
 from dpuq.planning.bins import auto_n_bins
 from dpuq.planning.levels import _cert, _certified_rho, _level_from_rho
@@ -125,7 +130,7 @@ def joint_plan(n: int, alphas, epsilon: float, n_bins: int | str = "auto"):
     """
     alphas = check_alphas(alphas)
     eps = check_epsilon(epsilon)
-    n = check_positive_int(n, "n")
+    n = check_count(n, "n")
     m = _auto_bins(n, alphas, eps) if n_bins == "auto" else check_n_bins(n_bins)
     if n_ordered_tuples(m, len(alphas)) >= _MAX_TUPLES:  # refused before any data or budget
         raise ValueError(
@@ -150,4 +155,4 @@ def joint_served(n: int, alphas, epsilon: float, n_bins: int | str = "auto") -> 
     alphas = check_alphas(alphas)
     eps = check_epsilon(epsilon)
     m = SMALLEST_AUTO_BINS if n_bins == "auto" else check_n_bins(n_bins)
-    return np.isfinite(_plan_at(check_positive_int(n, "n"), alphas, eps, m)[0])
+    return np.isfinite(_plan_at(check_count(n, "n"), alphas, eps, m)[0])

@@ -23,6 +23,7 @@ from scipy.special import expit
 from dpuq._validation import (
     _as_float,
     check_alpha,
+    check_count,
     check_epsilon,
     check_in_open_unit,
     check_n_bins,
@@ -55,7 +56,7 @@ def _check_method(method) -> str:
 
 def _check_plan(n, alpha, epsilon, n_bins):
     return (
-        check_positive_int(n, "n"),
+        check_count(n, "n"),
         check_alpha(alpha),
         check_epsilon(epsilon),
         check_n_bins(n_bins),
@@ -72,6 +73,8 @@ def _check_bins(n_bins):
 #: Above this many terms in the certificate's window (only for tiny ε), a lower-bounding
 #: integral replaces the sum, so memory stays bounded whatever n and ε.
 _MAX_TERMS = 1 << 22
+#: Most single steps back from the certificate's computed cut (it is off by one or two).
+_MAX_BACKSTEPS = 64
 
 
 def _cert(n: int, rho: float, epsilon: float, m: int) -> float:
@@ -80,7 +83,11 @@ def _cert(n: int, rho: float, epsilon: float, m: int) -> float:
     c = 0.5 * epsilon
     a = c * (rho + 1.0) - math.log(m - 1)  # x_k = a - c k, decreasing in k
     k_hi = min(n, max(0, math.ceil((a - _CUT) / c) - 1))  # x_k > _CUT for k <= k_hi (safe side)
-    while k_hi >= 1 and a - c * k_hi <= _CUT:
+    # the rounding of the division is off by a step or two; each step moves x_k by c. Bounded:
+    # where c k is beyond float precision a step moves nothing (n <= 2^53 keeps it moving)
+    for _ in range(_MAX_BACKSTEPS):
+        if not (k_hi >= 1 and a - c * k_hi <= _CUT):
+            break
         k_hi -= 1
     k_lo = min(n, max(k_hi, math.floor((a + _CUT) / c) + 1))  # x_k < -_CUT for k > k_lo
     if k_lo - k_hi > _MAX_TERMS:
@@ -248,7 +255,7 @@ def coverage_upper_bound(
     >>> round(coverage_upper_bound(1000, 0.1, 8.0, 100, 0.1, 0.01), 4)
     0.9558
     """
-    n = check_positive_int(n, "n")
+    n = check_count(n, "n")
     alpha = check_alpha(alpha)
     epsilon = check_epsilon(epsilon)
     m = check_n_bins(n_bins)

@@ -19,7 +19,13 @@ from __future__ import annotations
 
 import math
 
-from dpuq._validation import check_alpha, check_epsilon, check_in_open_unit, check_positive_int
+from dpuq._validation import (
+    check_alpha,
+    check_count,
+    check_epsilon,
+    check_in_open_unit,
+    check_positive_int,
+)
 from dpuq.mechanisms.online_counts import noise_max_bound
 
 __all__ = [
@@ -72,7 +78,7 @@ def online_coverage_bound(
     >>> 0.005 < b < 0.02
     True
     """
-    n = check_positive_int(n, "n")
+    n = check_count(n, "n")
     a = check_alpha(alpha)
     eps = check_epsilon(epsilon)
     B = (

@@ -15,7 +15,7 @@ from functools import partial
 
 import numpy as np
 
-from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+from dpuq._validation import check_alpha, check_count, check_epsilon
 from dpuq.planning._bin_simulation import expected_thresholds
 from dpuq.planning.bins import _bin_grid, _reference_expected_threshold, auto_n_bins
 from dpuq.planning.joint import SMALLEST_AUTO_BINS, _plan_at, check_alphas, joint_plan
@@ -133,7 +133,7 @@ def min_epsilon(n: int, alpha, n_bins: int | str = "auto", *, method: str = "cer
     0.153
     """
     method = _check_method(method)
-    n = check_positive_int(n, "n")
+    n = check_count(n, "n")
     n_bins = _check_bins(n_bins)
     if _several(alpha):
         alphas = _check_joint(alpha, method)
@@ -291,7 +291,7 @@ def plan(
     ([True, True, False], [56, 112, 214], [25, 51, 103])
     """
     method = _check_method(method)
-    n = check_positive_int(n, "n")
+    n = check_count(n, "n")
     if _several(alpha):
         return _joint_plan_summary(n, alpha, check_epsilon(epsilon), _check_bins(n_bins), method)
     alpha = check_alpha(alpha)

@@ -46,16 +46,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: A negative number in exponent notation (``-1e200``, ``-1.5E-3``): argparse takes only
 #: ``-5`` and ``-0.5`` for numbers and reads these as unknown options.
-_NEGATIVE_EXPONENT = re.compile(r"^-(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
+_NEGATIVE_EXPONENT = re.compile(r"^-([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+$")
+#: The options whose values are numbers (a test checks this against the parsers): only their
+#: values are rewritten, so a file or data set named ``-1e3`` stays a string.
+NUMERIC_OPTIONS = frozenset({
+    "--alpha", "--bound", "--bounds", "--center", "--claimed-epsilon", "--clip",
+    "--clip-second", "--confidence", "--confidence-level", "--delta", "--epsilon",
+    "--feature-bounds", "--grid", "--initial", "--lam", "--quantile", "--scale",
+    "--statistic-bounds", "--step", "--target-bounds", "--temperature",
+    "--temperature-epsilon", "--train-delta", "--train-epsilon", "--trim",
+})  # fmt: skip
 
 
 def _positional_negatives(argv: list[str]) -> list[str]:
-    """``-1e200`` written out in positional notation (``-1000…0``), which argparse reads as
-    a number; the same float, exactly (the shortest digits that round-trip)."""
+    """The values of :data:`NUMERIC_OPTIONS` written as ``-1e200`` put in positional notation
+    (``-1000…0``), which argparse reads as a number: the same float, exactly (the shortest
+    digits that round-trip). Every other token is left as it is."""
     import numpy as np
 
-    return [np.format_float_positional(float(a), trim="-") if _NEGATIVE_EXPONENT.match(a) else a
-            for a in argv]  # fmt: skip
+    out, numeric = [], False
+    for a in argv:
+        if _NEGATIVE_EXPONENT.match(a):
+            if numeric:  # a value of the current numeric option (pairs: both)
+                a = np.format_float_positional(float(a), trim="-")
+        elif a.startswith("-") and not re.match(r"^-[0-9.]", a):
+            numeric = a in NUMERIC_OPTIONS  # an option: do its values take numbers?
+        elif not re.match(r"^[+-]?[0-9.]", a):
+            numeric = False  # a word: no option's numbers follow it
+        out.append(a)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -260,3 +260,21 @@ def test_negative_bounds_in_exponent_notation_are_numbers(tmp_path, capsys):
                                 lo, "5", seed=1, out=out)  # fmt: skip
         assert code == 0, err
         assert json.loads(out.read_text())["bounds"] == [value, 5.0]
+
+
+def test_only_numeric_options_have_their_values_rewritten():
+    """A second reader found ``--dataset -1e3`` charged a budget named ``-1000``: only the
+    values of options that take numbers are rewritten, and that list matches the parsers."""
+    from dpuq.cli import NUMERIC_OPTIONS, _positional_negatives, build_parser
+
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    numeric = {o for p in sub.choices.values() for a in p._actions
+               if getattr(a.type, "__name__", "") in ("float", "float_arg", "levels_arg")
+               for o in a.option_strings}  # fmt: skip
+    assert numeric == NUMERIC_OPTIONS
+    argv = ["interval", "--bounds", "-1e3", "-2E1", "--dataset", "-1e3", "-o", "-1e3",
+            "--epsilon", "-1e-3", "--alpha=0.1"]  # fmt: skip
+    assert _positional_negatives(argv) == [
+        "interval", "--bounds", "-1000", "-20", "--dataset", "-1e3", "-o", "-1e3",
+        "--epsilon", "-0.001", "--alpha=0.1",
+    ]  # fmt: skip

@@ -201,9 +201,16 @@ def _read_column_and_key(path, column: str | None, name: str, flag: str):
             raise ValueError(f"{label}: column {column!r} is not numeric")
         arr = values.astype(float)
     else:
-        from dpuq.io._text import header_column, is_data_line, text_layout, with_decimal_points
+        from dpuq.io._text import (
+            check_file_header_width,
+            header_column,
+            is_data_line,
+            text_layout,
+            with_decimal_points,
+        )
 
         delimiter, skip, usecols = text_layout(p, label)  # usecols: without pandas' index
+        check_file_header_width(p, label, delimiter, skip)  # names over the right columns
         with open(p, encoding="utf-8-sig") as fh:
             lines = [line for line in fh.readlines()[skip:] if is_data_line(line)]
         lines = with_decimal_points(lines, delimiter)  # `;` files: decimal commas, as dpuq.io

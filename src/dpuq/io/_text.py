@@ -8,6 +8,7 @@ that give line and column numbers, never a cell (the data). :func:`text_layout` 
 
 from __future__ import annotations
 
+import csv
 import itertools
 import re
 from pathlib import Path
@@ -160,7 +161,7 @@ def header_column(
     if not before:
         raise ValueError(f"{flag} needs a header line naming the columns in {label}")
     header = before[-1]
-    names = [t.strip() for t in (header.split(delimiter) if delimiter else header.split())]
+    names = header_names(header, delimiter)
     if column not in names:
         raise ValueError(f"{flag}: no column {column!r} in the header line of {label}")
     if names.count(column) > 1:
@@ -186,26 +187,44 @@ def _read_text(p: Path, label: str) -> np.ndarray:
     except ValueError:
         where = _bad_line(lines, start, delimiter, usecols)
         raise ValueError(f"{label}: {where}") from None
-    _check_header_width(lines, start, delimiter, usecols, 1 if arr.ndim == 1 else arr.shape[1],
-                        label)  # fmt: skip
+    before = [line for line in lines[:start] if not _is_skipped(line)]
+    if before:  # a header: it must name as many columns as the rows hold
+        check_header_width(before[-1], rows[0], delimiter, label)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     return arr
 
 
-def _check_header_width(lines, start, delimiter, usecols, width: int, label: str) -> None:
-    """A header naming more or fewer columns than the rows hold is refused: which name goes
-    with which column would be a guess (a column shifted under another's name). A file's
-    shape only, never a value."""
-    before = [k for k, line in enumerate(lines[:start]) if not _is_skipped(line)]
-    if not before:  # no header
+def header_names(header: str, delimiter) -> list[str]:
+    """The names of a header line: CSV quoting honoured (``"age, years"`` is one name), a
+    trailing delimiter's empty name dropped; split on whitespace where there is no delimiter."""
+    if delimiter is None:
+        return header.split()
+    names = [t.strip() for t in next(csv.reader([header.strip("\r\n")], delimiter=delimiter))]
+    while len(names) > 1 and names[-1] == "":
+        names.pop()
+    return names
+
+
+def check_header_width(header: str, first_row: str, delimiter, label: str) -> None:
+    """Refuse a header naming more or fewer columns than the first data row holds: which name
+    goes with which column would be a guess. A file's shape only, never a value. Files
+    without a delimiter are not checked (a name may hold a space there)."""
+    if delimiter is None:
         return
-    header = lines[before[-1]]
-    names = [t.strip() for t in (header.split(delimiter) if delimiter else header.split())]
-    if usecols is not None:  # pandas' index column: its empty name
-        names = names[1:]
+    names = header_names(header, delimiter)
+    width = len(first_row.split(delimiter))
     if len(names) != width:
         raise ValueError(
-            f"{label}: the header (line {before[-1] + 1}) names {len(names)} column(s) but "
-            f"the rows hold {width}"
+            f"{label}: the header names {len(names)} column(s) but the rows hold {width}"
         )
+
+
+def check_file_header_width(p: Path, label: str, delimiter, skip: int) -> None:
+    """:func:`check_header_width` on a file's header and first data line (``delimiter`` and
+    ``skip`` as :func:`text_layout` gives them); for the readers that do not load it whole."""
+    with open(p, encoding="utf-8-sig") as fh:
+        before = [line for line in itertools.islice(fh, skip) if is_data_line(line)]
+        first = next((line for line in fh if is_data_line(line)), None)
+    if before and first is not None:
+        check_header_width(before[-1], first, delimiter, label)

@@ -126,10 +126,18 @@ def _parquet(p: Path, label: str, column: str | None, chunk_rows: int) -> Chunke
 
 
 def _text(p: Path, label: str, column: str | None, chunk_rows: int) -> ChunkedScores:
-    from dpuq.io._text import header_column, is_data_line, text_layout, with_decimal_points
+    from dpuq.io._text import (
+        check_file_header_width,
+        header_column,
+        is_data_line,
+        text_layout,
+        with_decimal_points,
+    )
 
-    # the rules of dpuq.io: byte-order mark, blank and comment lines, header line
+    # the rules of dpuq.io: byte-order mark, blank and comment lines, header line (naming as
+    # many columns as the rows hold)
     delimiter, skip, usecols = text_layout(p, label)
+    check_file_header_width(p, label, delimiter, skip)
     if column is not None:
         usecols = [header_column(p, label, column, delimiter, skip)]
 

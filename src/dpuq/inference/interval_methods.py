@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from scipy.special import ndtri
 
-from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq._validation import MIN_PARAMETER, check_epsilon, check_in_open_unit
 from dpuq.inference._data import (
     Statistic,
     UninformativeIntervalWarning,
@@ -42,6 +42,7 @@ from dpuq.inference.estimates import (
 )
 from dpuq.inference.naive import _naive_release, naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_quantile
+from dpuq.mechanisms.discrete_laplace import lattice_min_epsilon
 from dpuq.mechanisms.laplace import laplace_cdf
 from dpuq.privacy.report import PrivacyReport, Relation
 
@@ -72,6 +73,22 @@ def _split_budget(epsilon, estimate_share) -> tuple[float, float]:
     return check_epsilon(share * eps, "estimate_share * epsilon"), check_epsilon(
         (1.0 - share) * eps, "(1 - estimate_share) * epsilon"
     )
+
+
+def check_release_parts(stat: Statistic, e_est: float, e_cdf: float, symmetric: bool) -> None:
+    """Refuse, before any charge, an ε whose smallest Laplace release in the ensemble
+    (``e_est``, or a share of ``e_cdf``) is too small for the exact sampler: at ε = 2e-12 the
+    call was charged and then failed. Public: ε and the shares only."""
+    shares = SYMMETRIC_SHARES if symmetric or stat.name == "median" else ENSEMBLE_SHARES
+    parts = [share * e_cdf for share in shares if share > 0]
+    if stat.name != "median":  # the median's estimate is the exponential mechanism
+        parts.append(e_est)
+    floor = max(MIN_PARAMETER, 2.0 * lattice_min_epsilon())
+    if min(parts) < floor:
+        raise ValueError(
+            f"epsilon is too small for this interval: its smallest release would get "
+            f"{min(parts):.3g}, below {floor:.3g} (the exact Laplace sampler's floor)"
+        )
 
 
 def _clip_interval(lo: float, hi: float, bounds) -> tuple[float, float]:
@@ -173,11 +190,20 @@ def _ensemble_interval(
         agg_r = _private_clamped_mean(
             r_k, epsilon=e_r, half_width=R_HALF_WIDTH, center=0.0, rng=rng
         )
-        r_value, r_scale = agg_r.value, agg_r.noise_scale
+        # post-processing, as for log h: the clamped values' mean lies in [-w, w], so the
+        # release is projected onto it. Unprojected, noise beyond 1 put both ends on one side
+        # of the estimate (a zero-width interval at 0 for a mean at ε = 1e-8)
+        r_value = min(max(agg_r.value, -R_HALF_WIDTH), R_HALF_WIDTH)
+        r_scale = agg_r.noise_scale
     hi, lo = h * (r_value + 1.0), h * (r_value - 1.0)
-    lower, upper = _clip_interval(
-        est.value - sigma * hi / math.sqrt(n), est.value - sigma * lo / math.sqrt(n), bnds
-    )
+    raw = (est.value - sigma * hi / math.sqrt(n), est.value - sigma * lo / math.sqrt(n))
+    # post-processing of the released ends. An interval wholly outside the public bounds (the
+    # estimate's noise beyond them at a small ε) cannot hold θ: it was clipped to a point
+    # and marked informative; the whole of the bounds is the honest answer. An interval that
+    # is the whole of the bounds says nothing, and the release says so
+    outside = raw[1] < bnds[0] or raw[0] > bnds[1]
+    lower, upper = bnds if outside else _clip_interval(raw[0], raw[1], bnds)
+    informative = not (lower <= bnds[0] and upper >= bnds[1])
     report = PrivacyReport(
         mechanism="private bootstrap confidence interval (Chadha et al. 2024; ensemble, "
         "studentized, clamped-mean aggregation of the subsets' quantiles)",
@@ -217,7 +243,14 @@ def _ensemble_interval(
         "half_width_unreadable": unreadable,
         "noise_scale_asymmetry": r_scale,
     }
-    return lower, upper, est.value, True, report, details
+    if not informative:
+        details["reason"] = (
+            "the interval, with the privacy noise of this n and epsilon folded in, covers the "
+            "whole of bounds"
+        )
+        warnings.warn(f"uninformative interval: {details['reason']}",
+                      UninformativeIntervalWarning, stacklevel=3)  # fmt: skip
+    return lower, upper, est.value, informative, report, details
 
 
 def _fold_bounds(grid, cdf, u, fold_scale, t_eval):

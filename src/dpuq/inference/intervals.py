@@ -73,6 +73,7 @@ from dpuq.inference.interval_methods import (
     _naive_interval,
     _split_budget,
     _tree_bound,
+    check_release_parts,
 )
 from dpuq.inference.naive import naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_cdf
@@ -296,6 +297,7 @@ def private_confidence_interval(
         check_subset_work(s_ens, tt)
         if stat.name == "trimmed_mean" and (n // s_ens) - 2 * stat.n_trim(n // s_ens) < 1:
             raise ValueError(f"trim={stat.trim} leaves no data in subsets of {n // s_ens} points")
+        check_release_parts(stat, e_est, e_cdf, symmetric)
         charge_cost(e_est + e_cdf)
         out = _ensemble_interval(
             data, bnds, stat, a, e_est, e_cdf, n_subsets, tt, rng, n_candidates, symmetric

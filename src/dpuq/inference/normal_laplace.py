@@ -31,8 +31,10 @@ def normal_laplace_cdf(t, sigma: float, scale: float) -> np.ndarray:
     """CDF of ``sigma Z + L``, ``Z ~ N(0, 1)``, ``L ~ Laplace(0, scale)`` independent.
 
     ``Φ(t/σ) - ½ φ(t/σ) [M(σ/λ - t/σ) - M(σ/λ + t/σ)]`` with ``M(x) = Φ(-x)/φ(x)`` the Mills
-    ratio (the textbook form ``½ e^{σ²/(2λ²) ∓ t/λ} Φ(±t/σ - σ/λ)`` cancels catastrophically
-    for small ``λ``); evaluated in log space.
+    ratio where ``σ > λ`` (the textbook form ``½ e^{σ²/(2λ²) ∓ t/λ} Φ(±t/σ - σ/λ)`` cancels
+    catastrophically for small ``λ``), and that textbook form where ``σ <= λ`` (the Mills form
+    loses every digit once ``σ`` is tiny against ``t``: a private mean at ε = 1e-10 got a NaN
+    after the charge); evaluated in log space.
 
     Examples
     --------
@@ -44,10 +46,17 @@ def normal_laplace_cdf(t, sigma: float, scale: float) -> np.ndarray:
         return np.exp(log_ndtr(t / sigma))
     if sigma <= 0:
         return laplace_cdf(t, scale=scale)
-    z = t / sigma
-    log_phi = -0.5 * z * z - 0.5 * math.log(2.0 * math.pi)
-    left = np.exp(log_phi + _log_mills(sigma / scale - z))
-    right = np.exp(log_phi + _log_mills(sigma / scale + z))
+    z, r = t / sigma, sigma / scale
+    if r <= 1.0:
+        # the Laplace part dominates: the textbook form, in log space. Its factor
+        # e^{r²/2} <= e^{1/2} cannot overflow, and the Mills form below would subtract two
+        # squares of z = t/σ, which lose every digit once σ is tiny against t
+        left = np.exp(0.5 * r * r - t / scale + log_ndtr(z - r))
+        right = np.exp(0.5 * r * r + t / scale + log_ndtr(-z - r))
+    else:
+        log_phi = -0.5 * z * z - 0.5 * math.log(2.0 * math.pi)
+        left = np.exp(log_phi + _log_mills(r - z))
+        right = np.exp(log_phi + _log_mills(r + z))
     return np.clip(np.exp(log_ndtr(z)) - 0.5 * left + 0.5 * right, 0.0, 1.0)
 
 

@@ -68,12 +68,27 @@ __all__ = [
     "laplace_noise",
     "laplace_release",
     "lattice_laplace_scale",
+    "lattice_min_epsilon",
     "sample_discrete_laplace",
 ]
 
 #: The lattice step is at most ``scale * 2^-LATTICE_BITS``.
 LATTICE_BITS = 40
 _RHO = 2.0**-LATTICE_BITS
+
+
+def lattice_min_epsilon(dim: int = 1) -> float:
+    """The ε at or below which :func:`lattice_laplace_scale` refuses (``2 dim 2^-40``, about
+    1.8e-12 for one value): a public floor callers check before they charge a ledger.
+
+    Examples
+    --------
+    >>> lattice_min_epsilon() == 2.0**-39
+    True
+    """
+    return 2.0 * dim * _RHO
+
+
 # |exp(-U/t) - fl(exp(fl(-U/t)))| <= 2^-47 relative: 2^-53 from the division (argument in
 # [-1, 0]), 2^-48 for exp (module log_weights), rounded up.
 _REL_ERR_EXP_UNIT = 2.0**-46

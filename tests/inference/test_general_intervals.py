@@ -928,3 +928,20 @@ def test_the_asymmetric_mean_interval_at_a_small_epsilon_covers_and_says_when_it
             assert any(issubclass(w.category, dpuq.UninformativeIntervalWarning)
                        for w in rec) is whole  # fmt: skip
     assert hits >= 14  # of 16 (nominal 0.9)
+
+
+def test_the_median_ensemble_warns_where_n_epsilon_is_small():
+    """The median's ``method="ensemble"`` covered 0.73 at n = 2000, ε = 0.1 and 0.25 at ε =
+    0.01 (ninth session): below ``n ε = 1000`` (public) it says so at the call; the default
+    (exact order statistics) does not warn."""
+    from dpuq.inference.intervals import MEDIAN_ENSEMBLE_MIN_N_EPSILON
+
+    x = np.random.default_rng(0).uniform(size=500)
+    kw = {"statistic": "median", "bounds": (0, 1), "alpha": 0.1, "random_state": 0}
+    with pytest.warns(UserWarning, match="undercovers at n \\* epsilon below 1000"):
+        dpuq.private_confidence_interval(x, epsilon=1.0, method="ensemble", **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dpuq.private_confidence_interval(x, epsilon=1.0, **kw)
+        dpuq.private_confidence_interval(x, epsilon=MEDIAN_ENSEMBLE_MIN_N_EPSILON / x.size,
+                                         method="ensemble", **kw)  # fmt: skip

@@ -94,6 +94,11 @@ __all__ = [
 DEFAULT_INTERVAL_RESAMPLES = 500
 
 
+#: Below this ``n ε`` the median's ``method="ensemble"`` warns: its coverage on uniform data
+#: (n = 2000, nominal 0.90, 100 samples) was 0.90 at ε = 1, 0.73 at ε = 0.1, 0.25 at 0.01.
+MEDIAN_ENSEMBLE_MIN_N_EPSILON = 1000.0
+
+
 def private_confidence_interval(
     x,
     *,
@@ -267,6 +272,17 @@ def private_confidence_interval(
         raise ValueError(f"trim={stat.trim} leaves no data")
     if stat.name == "median":
         check_candidates(n_candidates)
+        if method == "ensemble" and n * float(epsilon) < MEDIAN_ENSEMBLE_MIN_N_EPSILON:
+            # public: n and ε only; the exponential mechanism's rank noise outgrows the
+            # subsets' clamping window of log h
+            warnings.warn(
+                f"method='ensemble' for the median undercovers at n * epsilon below "
+                f"{MEDIAN_ENSEMBLE_MIN_N_EPSILON:g} (measured: 0.73 at n = 2000, epsilon = "
+                "0.1; 0.25 at epsilon = 0.01); the default, method='order_statistics', is "
+                "exact",
+                UserWarning,
+                stacklevel=2,
+            )
     if method == "order_statistics":
         if stat.name != "median":
             raise ValueError(

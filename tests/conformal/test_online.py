@@ -216,3 +216,31 @@ def test_randomised_aps_scores_draw_fresh_uniforms_per_update(digits):
     assert not np.array_equal(a, b)
     clf.update(X[10:500], y[10:500])
     assert clf.n_released_ == 50
+
+
+def test_an_automatic_block_beyond_the_cap_is_refused_before_the_charge(tmp_path):
+    """At ε = 1e-5 the automatic block (2/(ε² α(1-α)) = 2.2e11 persons) was charged, then
+    asked for 1.6 TiB (an outside probe, ninth session); the cap that held for a given
+    block_size holds for the automatic one, before anything is charged."""
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=10.0)
+    with pytest.raises(ValueError, match="block_size='auto' is 222,222,222,223 persons"):
+        dpuq.online_conformal_thresholds(np.full(50, 0.5), alpha=0.1, epsilon=1e-5,
+                                         ledger=led, dataset="d")  # fmt: skip
+    assert led.status("d").spent_epsilon == 0.0
+
+
+def test_the_thresholds_take_memory_in_the_stream_not_in_the_block():
+    """A block larger than the stream repeated every threshold to the block's size (800 MB
+    for 50 persons at block_size = 10^8); the thresholds now take the stream's size."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        t = dpuq.online_conformal_thresholds(np.linspace(0, 1, 50), alpha=0.1, epsilon=1.0,
+                                             block_size=10**8, random_state=0)  # fmt: skip
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert t.shape == (50,) and np.all(t == 0.5)  # no block completes: the initial threshold
+    assert peak < 10**7

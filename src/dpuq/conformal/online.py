@@ -59,6 +59,10 @@ class OnlineSettings(tuple):
         }
 
 
+#: Largest block size (persons per released count), given or automatic.
+MAX_BLOCK = 10**9
+
+
 def check_online_settings(
     alpha, epsilon, step=DEFAULT_STEP, block_size="auto", initial=DEFAULT_INITIAL
 ) -> OnlineSettings:
@@ -83,11 +87,16 @@ def check_online_settings(
         if block_size != "auto":
             raise ValueError(f"block_size must be 'auto' or an int >= 1, got {block_size!r}")
         b = online_block_size(a, eps)
+        if b > MAX_BLOCK:  # public: α and ε; refused before the charge, as an explicit size
+            raise ValueError(
+                f"block_size='auto' is {b:,} persons per count at alpha={a:g}, "
+                f"epsilon={eps:g}, beyond {MAX_BLOCK:,}: raise epsilon or give block_size"
+            )
     elif isinstance(block_size, bool) or not isinstance(block_size, int | np.integer):
         raise TypeError(f"block_size must be 'auto' or an int >= 1, got {block_size!r}")
     else:
         b = int(block_size)
-        if not 1 <= b <= 10**9:
+        if not 1 <= b <= MAX_BLOCK:
             raise ValueError(f"block_size must be an int in [1, 10^9], got {block_size!r}")
     q0 = _as_float(initial, "initial")
     if not 0.0 <= q0 <= 1.0:

@@ -675,3 +675,25 @@ def test_experiment_smoke(tmp_path):
     exp.plot_cdf_error(res, tmp_path / "e.png")
     exp.plot_diabetes(drows, tmp_path / "d.png")
     assert all((tmp_path / f).stat().st_size > 0 for f in ("c.png", "e.png", "d.png"))
+
+
+def test_the_naive_interval_refuses_too_few_resamples_before_the_charge(tmp_path):
+    """With one resample (n = 200, ε = 0.01: the default floor(sqrt(n ε_cdf)) is 1, or
+    ``n_resamples=1``) ``method="naive"`` returned a zero-width interval marked informative
+    (an outside probe, ninth session). Fewer than 1/α resamples cannot place its α/2
+    quantiles apart: refused by name, before anything is charged."""
+    from dpuq import Ledger
+
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=5.0)
+    x = np.random.default_rng(0).uniform(size=200)
+    for eps, extra in ((0.01, {}), (1.0, {"n_resamples": 1}), (1.0, {"n_resamples": 9})):
+        with pytest.raises(ValueError, match="needs n_resamples >= 10"):
+            dpuq.private_confidence_interval(x, alpha=0.1, epsilon=eps, bounds=(0, 1),
+                                             method="naive", ledger=led, dataset="d",
+                                             **extra)  # fmt: skip
+    assert led.status("d").spent_epsilon == 0.0
+    ci = dpuq.private_confidence_interval(
+        x, alpha=0.1, epsilon=1.0, bounds=(0, 1), method="naive", n_resamples=10, random_state=0
+    )
+    assert ci.lower < ci.upper

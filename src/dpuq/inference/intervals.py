@@ -351,6 +351,12 @@ def private_confidence_interval(
                 "bounded by R/n (mean, trimmed mean); use method='ensemble' for the median"
             )
         tt = _resolve_resamples(n_resamples, max(1, math.floor(math.sqrt(n * e_cdf))))
+        if tt < math.ceil(1.0 / a):  # public: fewer cannot place its alpha/2 quantiles apart
+            raise ValueError(
+                f"method='naive' needs n_resamples >= {math.ceil(1.0 / a)} (1/alpha) for its "
+                f"percentile interval, got {tt} (the default is floor(sqrt(n * epsilon_cdf))); "
+                "use method='ensemble'"
+            )
         d_naive = check_in_open_unit(delta, "delta")
         cost = naive_bootstrap_privacy(n, e_cdf, tt, d_naive, epsilon_center=e_est)
         charge_cost(cost.epsilon, cost.delta)

@@ -396,7 +396,11 @@ def run(args: argparse.Namespace) -> int:
             "seeded": bool(ci.privacy_report.seeded),
         }
         write_release(pending, args, what, hook.receipt, record)
-    why = "public quantities decided it" if not general else "the whole of --statistic-bounds"
+    # the release's own reason (public or released values); it was "public quantities decided
+    # it" for every string statistic, which is false where released ends decided it
+    why = (ci.details or {}).get("reason") or (
+        "the whole of --statistic-bounds" if general else "the whole of --bounds"
+    )
     print(
         f"{100 * (1 - alpha):g}% interval for the {ci.statistic}: [{ci.lower:.6g}, "
         f"{ci.upper:.6g}] (estimate {ci.estimate:.6g}; n = {data.shape[0]}, epsilon = "

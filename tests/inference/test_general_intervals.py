@@ -945,3 +945,21 @@ def test_the_median_ensemble_warns_where_n_epsilon_is_small():
         dpuq.private_confidence_interval(x, epsilon=1.0, **kw)
         dpuq.private_confidence_interval(x, epsilon=MEDIAN_ENSEMBLE_MIN_N_EPSILON / x.size,
                                          method="ensemble", **kw)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["private_mean", "private_variance", "private_trimmed_mean"])
+def test_point_estimates_refuse_an_epsilon_under_the_sampler_floor_before_the_charge(
+    tmp_path, name
+):
+    """At ε = 1.2e-12 the point estimates were charged, then refused by the exact Laplace
+    sampler (an outside probe, ninth session): the floor is checked first now."""
+    import dpuq.inference as inference
+
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=1.0)
+    x = np.random.default_rng(0).uniform(size=200)
+    with pytest.raises(ValueError, match="epsilon must exceed"):
+        getattr(inference, name)(x, epsilon=1.2e-12, bounds=(0, 1), ledger=led, dataset="d")
+    assert led.status("d").spent_epsilon == 0.0
+    getattr(inference, name)(x, epsilon=1e-11, bounds=(0, 1), ledger=led, dataset="d")
+    assert led.status("d").spent_epsilon == pytest.approx(1e-11)

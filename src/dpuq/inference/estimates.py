@@ -45,6 +45,7 @@ from dpuq.inference._data import (
     parse_statistic,
 )
 from dpuq.inference._tiles import ArrayData, exact_statistic
+from dpuq.mechanisms.discrete_laplace import lattice_min_epsilon
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
@@ -270,6 +271,18 @@ def _charge(what, ledger, dataset, eps, random_state, n, bounds, clip) -> None:
     charge(ledger, dataset, eps, what=what, random_state=random_state, settings=settings)
 
 
+def _laplace_epsilon(epsilon) -> float:
+    """``epsilon`` checked, and above the exact Laplace sampler's floor (public): at ε of
+    1.2e-12 the release was charged and then refused by the sampler."""
+    eps = check_epsilon(epsilon)
+    if eps <= 2.0 * lattice_min_epsilon():
+        raise ValueError(
+            f"epsilon must exceed {2.0 * lattice_min_epsilon():.3g} for exact Laplace noise, "
+            f"got {eps:g}"
+        )
+    return eps
+
+
 def private_mean(
     x,
     *,
@@ -312,7 +325,7 @@ def private_mean(
     >>> round(est.noise_scale, 6)  # R / (n ε)
     1.333333
     """
-    eps = check_epsilon(epsilon)
+    eps = _laplace_epsilon(epsilon)
     data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     _charge("private_mean", ledger, dataset, eps, random_state, data.size, bounds, clip)
@@ -344,7 +357,7 @@ def private_trimmed_mean(
     >>> round(est.noise_scale, 6)  # k = 1: R / ((n - 2) ε)
     33.333333
     """
-    eps = check_epsilon(epsilon)
+    eps = _laplace_epsilon(epsilon)
     stat = parse_statistic("trimmed_mean", trim)
     data = _checked(x, bounds, clip)
     if data.size - 2 * stat.n_trim(data.size) < 1:
@@ -435,7 +448,7 @@ def private_variance(
     >>> round(est.noise_scale, 9)  # R^2/(n ε), up to the exact noise's lattice (1e-12)
     0.01
     """
-    eps = check_epsilon(epsilon)
+    eps = _laplace_epsilon(epsilon)
     data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     _charge("private_variance", ledger, dataset, eps, random_state, data.size, bounds, clip)

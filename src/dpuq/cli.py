@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
 #: A negative number in exponent notation (``-1e200``, ``-1.5E-3``): argparse takes only
 #: ``-5`` and ``-0.5`` for numbers and reads these as unknown options.
 _NEGATIVE_EXPONENT = re.compile(r"^-([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+$")
+#: A token that starts like a number (signed or not), and one that starts like a negative one.
+_NUMBER_START, _NEGATIVE_START = re.compile(r"^[+-]?[0-9.]"), re.compile(r"^-[0-9.]")
 #: The options whose values are numbers (a test checks this against the parsers): only their
 #: values are rewritten, so a file or data set named ``-1e3`` stays a string.
 NUMERIC_OPTIONS = frozenset({
@@ -69,9 +71,9 @@ def _positional_negatives(argv: list[str]) -> list[str]:
         if _NEGATIVE_EXPONENT.match(a):
             if numeric:  # a value of the current numeric option (pairs: both)
                 a = np.format_float_positional(float(a), trim="-")
-        elif a.startswith("-") and not re.match(r"^-[0-9.]", a):
+        elif a.startswith("-") and not _NEGATIVE_START.match(a):
             numeric = a in NUMERIC_OPTIONS  # an option: do its values take numbers?
-        elif not re.match(r"^[+-]?[0-9.]", a):
+        elif not _NUMBER_START.match(a):
             numeric = False  # a word: no option's numbers follow it
         out.append(a)
     return out

@@ -136,6 +136,12 @@ class ClampedMean:
     epsilon_median: float
     epsilon_mean: float
 
+    def projected(self) -> float:
+        """The release projected onto the window ``center ± half_width``, where the clamped
+        values' mean lies: post-processing, never further from that mean than ``value``."""
+        return min(max(self.value, self.center - self.half_width),
+                   self.center + self.half_width)  # fmt: skip
+
 
 def _private_clamped_mean(
     values: np.ndarray,

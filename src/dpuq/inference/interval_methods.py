@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from scipy.special import ndtri
 
-from dpuq._validation import MIN_PARAMETER, check_epsilon, check_in_open_unit
+from dpuq._validation import check_epsilon, check_in_open_unit
 from dpuq.inference._data import (
     Statistic,
     UninformativeIntervalWarning,
@@ -42,7 +42,7 @@ from dpuq.inference.estimates import (
 )
 from dpuq.inference.naive import _naive_release, naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_quantile
-from dpuq.mechanisms.discrete_laplace import lattice_min_epsilon
+from dpuq.mechanisms.discrete_laplace import MIN_LAPLACE_EPSILON
 from dpuq.mechanisms.laplace import laplace_cdf
 from dpuq.privacy.report import PrivacyReport, Relation
 
@@ -83,11 +83,11 @@ def check_release_parts(stat: Statistic, e_est: float, e_cdf: float, symmetric: 
     parts = [share * e_cdf for share in shares if share > 0]
     if stat.name != "median":  # the median's estimate is the exponential mechanism
         parts.append(e_est)
-    floor = max(MIN_PARAMETER, 2.0 * lattice_min_epsilon())
-    if min(parts) < floor:
+    if min(parts) < MIN_LAPLACE_EPSILON:  # (above MIN_PARAMETER, check_epsilon's floor)
         raise ValueError(
             f"epsilon is too small for this interval: its smallest release would get "
-            f"{min(parts):.3g}, below {floor:.3g} (the exact Laplace sampler's floor)"
+            f"{min(parts):.3g}, below {MIN_LAPLACE_EPSILON:.3g} (the exact Laplace sampler's "
+            "floor)"
         )
 
 
@@ -179,11 +179,10 @@ def _ensemble_interval(
     # post-processing: the clamped values' mean lies in its window, so the noisy release is
     # projected onto it (never further from that mean); at a tiny ε the noise alone would
     # give exp(±huge): an overflow after the charge, or a zero-width interval
-    lo_h, hi_h = agg_h.center - agg_h.half_width, agg_h.center + agg_h.half_width
     unreadable = agg_h.noise_scale > agg_h.half_width  # public: 2 w / (s ε_h) > w
     # where the noise exceeds the window (a tiny ε), the release says nothing about where in
     # it the half-width lies: the window's upper end, the widest it allows (conservative)
-    h = math.exp(hi_h if unreadable else min(max(agg_h.value, lo_h), hi_h))
+    h = math.exp(agg_h.center + agg_h.half_width if unreadable else agg_h.projected())
     if symmetric:
         r_value, r_scale = 0.0, None
     else:
@@ -193,7 +192,7 @@ def _ensemble_interval(
         # post-processing, as for log h: the clamped values' mean lies in [-w, w], so the
         # release is projected onto it. Unprojected, noise beyond 1 put both ends on one side
         # of the estimate (a zero-width interval at 0 for a mean at ε = 1e-8)
-        r_value = min(max(agg_r.value, -R_HALF_WIDTH), R_HALF_WIDTH)
+        r_value = agg_r.projected()
         r_scale = agg_r.noise_scale
     hi, lo = h * (r_value + 1.0), h * (r_value - 1.0)
     raw = (est.value - sigma * hi / math.sqrt(n), est.value - sigma * lo / math.sqrt(n))

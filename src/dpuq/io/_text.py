@@ -156,11 +156,9 @@ def header_column(
     :func:`text_layout` gives them); the error names ``flag`` but not the header's cells
     (a file whose first row is data would have them taken for names). A name the header
     holds twice is ambiguous: refused, not its first match."""
-    with open(p, encoding="utf-8-sig") as fh:
-        before = [line for line in itertools.islice(fh, skip) if is_data_line(line)]
-    if not before:
+    header, _ = _header_and_first_row(p, skip)
+    if header is None:
         raise ValueError(f"{flag} needs a header line naming the columns in {label}")
-    header = before[-1]
     names = header_names(header, delimiter)
     if column not in names:
         raise ValueError(f"{flag}: no column {column!r} in the header line of {label}")
@@ -223,8 +221,15 @@ def check_header_width(header: str, first_row: str, delimiter, label: str) -> No
 def check_file_header_width(p: Path, label: str, delimiter, skip: int) -> None:
     """:func:`check_header_width` on a file's header and first data line (``delimiter`` and
     ``skip`` as :func:`text_layout` gives them); for the readers that do not load it whole."""
+    header, first = _header_and_first_row(p, skip)
+    if header is not None and first is not None:
+        check_header_width(header, first, delimiter, label)
+
+
+def _header_and_first_row(p: Path, skip: int) -> tuple[str | None, str | None]:
+    """The header line (the last content line of the first ``skip``; None without one) and
+    the first data line after them (None in a file with no data)."""
     with open(p, encoding="utf-8-sig") as fh:
         before = [line for line in itertools.islice(fh, skip) if is_data_line(line)]
         first = next((line for line in fh if is_data_line(line)), None)
-    if before and first is not None:
-        check_header_width(before[-1], first, delimiter, label)
+    return (before[-1] if before else None), first

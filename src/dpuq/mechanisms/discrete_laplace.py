@@ -63,6 +63,7 @@ from dpuq.mechanisms.exact import (
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = [
+    "MIN_LAPLACE_EPSILON",
     "discrete_laplace_log_pmf",
     "laplace_lattice",
     "laplace_noise",
@@ -87,6 +88,11 @@ def lattice_min_epsilon(dim: int = 1) -> float:
     True
     """
     return 2.0 * dim * _RHO
+
+
+#: The smallest ε a release gives one exact Laplace value: the lattice's floor with a factor 2
+#: of margin (about 3.6e-12), checked by the releases before they charge a ledger.
+MIN_LAPLACE_EPSILON = 2.0 * lattice_min_epsilon()
 
 
 # |exp(-U/t) - fl(exp(fl(-U/t)))| <= 2^-47 relative: 2^-53 from the division (argument in

@@ -900,7 +900,7 @@ def test_an_epsilon_too_small_for_a_part_of_the_interval_costs_nothing(tmp_path)
     led.create_budget("d", epsilon=1.0)
     x = np.random.default_rng(0).uniform(size=2000)
     for eps in (2e-12, 1e-11):
-        with pytest.raises(ValueError, match="epsilon is too small for this interval"):
+        with pytest.raises(ValueError, match="interval is too small for exact Laplace"):
             dpuq.private_confidence_interval(x, statistic="mean", bounds=(0, 1), alpha=0.1,
                                              epsilon=eps, ledger=led, dataset="d")  # fmt: skip
     assert led.status("d").spent_epsilon == 0.0
@@ -958,7 +958,7 @@ def test_point_estimates_refuse_an_epsilon_under_the_sampler_floor_before_the_ch
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("d", epsilon=1.0)
     x = np.random.default_rng(0).uniform(size=200)
-    with pytest.raises(ValueError, match="epsilon must exceed"):
+    with pytest.raises(ValueError, match="epsilon is too small for exact Laplace"):
         getattr(inference, name)(x, epsilon=1.2e-12, bounds=(0, 1), ledger=led, dataset="d")
     assert led.status("d").spent_epsilon == 0.0
     getattr(inference, name)(x, epsilon=1e-11, bounds=(0, 1), ledger=led, dataset="d")

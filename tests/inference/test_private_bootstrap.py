@@ -697,3 +697,48 @@ def test_the_naive_interval_refuses_too_few_resamples_before_the_charge(tmp_path
         x, alpha=0.1, epsilon=1.0, bounds=(0, 1), method="naive", n_resamples=10, random_state=0
     )
     assert ci.lower < ci.upper
+
+
+_TINY_EPSILON_CALLS = {
+    "cdf, one t": lambda x, e, **k: private_bootstrap_cdf(x, 0.0, epsilon=e, **k),
+    "cdf, 50 t": lambda x, e, **k: private_bootstrap_cdf(x, np.linspace(-1, 1, 50), epsilon=e, **k),
+    "cdf, naive": lambda x, e, **k: private_bootstrap_cdf(x, 0.0, epsilon=e, method="naive", **k),
+    "cdf grid": lambda x, e, **k: private_bootstrap_cdf_grid(x, epsilon=e, **k),
+    "studentized": lambda x, e, **k: private_studentized_cdf(x, 0.0, epsilon=e, **k),
+    "naive interval": lambda x, e, **k: private_confidence_interval(
+        x, alpha=0.1, epsilon=e, method="naive", **k
+    ),
+    "ensemble_cdf": lambda x, e, **k: private_confidence_interval(
+        x, alpha=0.1, epsilon=e, method="ensemble_cdf", **k
+    ),
+    "ensemble": lambda x, e, **k: private_confidence_interval(x, alpha=0.1, epsilon=e, **k),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TINY_EPSILON_CALLS))
+def test_an_epsilon_below_the_exact_samplers_floor_is_refused_before_the_charge(name, tmp_path):
+    """At ε between 1e-12 and about 1e-9 (more with many thresholds or grid points) the CDF
+    releases and the naive and ``ensemble_cdf`` intervals were charged and then refused by
+    the exact Laplace sampler (an outside probe, ninth session). Every Laplace part is now
+    checked against its floor first: each call either releases and is charged or is refused
+    and costs nothing."""
+    from dpuq import Ledger
+
+    x = np.random.default_rng(0).uniform(size=2000)
+    outcomes = []
+    for e in (2e-12, 5e-12, 1e-11, 3e-11, 1e-10, 3e-10, 1e-9):
+        led = Ledger(tmp_path / f"{e:g}.sqlite")
+        led.create_budget("d", epsilon=1.0, delta=0.5)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _TINY_EPSILON_CALLS[name](x, e, bounds=(0, 1), n_resamples=20, random_state=0,
+                                          ledger=led, dataset="d")  # fmt: skip
+        except ValueError as err:
+            assert "too small for exact Laplace noise" in str(err)
+            assert led.status("d").spent_epsilon == 0.0, (name, e)
+            outcomes.append("refused")
+        else:
+            assert led.status("d").spent_epsilon > 0.0
+            outcomes.append("released")
+    assert outcomes[0] == "refused" and outcomes[-1] == "released"

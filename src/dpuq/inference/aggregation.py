@@ -287,6 +287,20 @@ class TreeCDF:
     depth: int
 
 
+def tree_shape(n_grid: int) -> tuple[int, int]:
+    """``(depth, nodes)`` of the tree that releases a CDF on ``n_grid`` points: depth
+    ``D = max(1, ceil(log2(G + 1)))`` and the ``2^(D+1) - 2`` nodes of levels ``1..D`` that
+    get noise (public: the grid's size only).
+
+    Examples
+    --------
+    >>> tree_shape(127)
+    (7, 254)
+    """
+    depth = max(1, math.ceil(math.log2(n_grid + 1)))
+    return depth, 2 ** (depth + 1) - 2
+
+
 def _tree_cdf(masses: np.ndarray, epsilon: float, rng: np.random.Generator) -> TreeCDF:
     """Release a CDF on ``G`` grid points from ``s`` per-subset cell masses; ε-DP.
 
@@ -305,10 +319,10 @@ def _tree_cdf(masses: np.ndarray, epsilon: float, rng: np.random.Generator) -> T
     p = np.asarray(masses, dtype=float)
     s, cells = p.shape
     g = cells - 1
-    depth = max(1, math.ceil(math.log2(cells)))
+    depth, nodes = tree_shape(g)
     leaves = np.zeros(2**depth)
     leaves[:cells] = p.mean(axis=0)
-    scale = laplace_scale(2.0 * depth / s, epsilon, dim=2 ** (depth + 1) - 2)  # all nodes
+    scale = laplace_scale(2.0 * depth / s, epsilon, dim=nodes)  # all nodes
     j = np.arange(1, g + 1)
     noisy = np.zeros(g)
     for level in range(1, depth + 1):  # D levels (about log2 of the grid size)

@@ -38,6 +38,7 @@ from dpuq.inference.aggregation import (
     _private_average,
     _tree_cdf,
     tree_error_bound,
+    tree_shape,
 )
 from dpuq.inference.ensemble import (
     DEFAULT_RESAMPLES,
@@ -58,6 +59,7 @@ from dpuq.inference.ensemble import (
 )
 from dpuq.inference.naive import NaivePrivacy, _naive_release, naive_bootstrap_privacy
 from dpuq.inference.studentized import private_studentized_cdf, studentized_half_width
+from dpuq.mechanisms.discrete_laplace import check_laplace_epsilon
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.privacy.ledger import charge
 from dpuq.privacy.report import PrivacyReport, Relation
@@ -171,6 +173,7 @@ def private_bootstrap_cdf(
     settings = {"n": n, "statistic": stat.name, "method": method, "thresholds": int(tv.size)}
     if method == "ensemble":
         ensemble_plan(n, stat, n_subsets, eps, n_resamples)  # settings before the charge
+        check_laplace_epsilon(eps, dim=tv.size)  # one Laplace value per threshold
         charge(ledger, dataset, eps, what=what, seeded=seeded, settings=settings)
         kernel = RootKernel(stat, "basic", thresholds=tv)
         (per_subset,), res = ensemble_step(data, stat, n_subsets, eps, n_resamples, rng, kernel)
@@ -194,6 +197,7 @@ def private_bootstrap_cdf(
             "bounded by R/n (mean, trimmed mean); the median's is R. Use method='ensemble'"
         )
     tt = _resolve_resamples(n_resamples, max(1, math.floor(math.sqrt(n * eps))))
+    check_laplace_epsilon(eps)  # the centre's and every resample's Laplace noise
     priv = naive_bootstrap_privacy(n, eps, tt, delta)
     charge(
         ledger, dataset, priv.epsilon, delta=priv.delta, what=what, seeded=seeded,
@@ -318,6 +322,7 @@ def private_bootstrap_cdf_grid(
     rng = check_random_state(random_state)
     what = "private_bootstrap_cdf_grid"
     ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)  # settings before the charge
+    check_laplace_epsilon(eps, dim=tree_shape(g.size)[1])  # one Laplace value per tree node
     charge(
         ledger, dataset, eps, what=what, random_state=random_state,
         settings={"n": int(data.size), "statistic": stat.name, "grid": int(g.size)},

@@ -45,7 +45,7 @@ from dpuq.inference._data import (
     parse_statistic,
 )
 from dpuq.inference._tiles import ArrayData, exact_statistic
-from dpuq.mechanisms.discrete_laplace import MIN_LAPLACE_EPSILON
+from dpuq.mechanisms.discrete_laplace import check_laplace_epsilon
 from dpuq.mechanisms.exponential import (
     exponential_mechanism,
     exponential_mechanism_log_probabilities,
@@ -274,12 +274,7 @@ def _charge(what, ledger, dataset, eps, random_state, n, bounds, clip) -> None:
 def _laplace_epsilon(epsilon) -> float:
     """``epsilon`` checked, and above the exact Laplace sampler's floor (public): at ε of
     1.2e-12 the release was charged and then refused by the sampler."""
-    eps = check_epsilon(epsilon)
-    if eps <= MIN_LAPLACE_EPSILON:
-        raise ValueError(
-            f"epsilon must exceed {MIN_LAPLACE_EPSILON:.3g} for exact Laplace noise, got {eps:g}"
-        )
-    return eps
+    return check_laplace_epsilon(epsilon)
 
 
 def private_mean(

@@ -32,6 +32,7 @@ from dpuq.inference.aggregation import (
     _private_clamped_mean,
     _tree_cdf,
     tree_error_bound,
+    tree_shape,
 )
 from dpuq.inference.bootstrap import default_grid
 from dpuq.inference.ensemble import check_subset_work
@@ -42,7 +43,7 @@ from dpuq.inference.estimates import (
 )
 from dpuq.inference.naive import _naive_release, naive_bootstrap_privacy
 from dpuq.inference.normal_laplace import normal_laplace_quantile
-from dpuq.mechanisms.discrete_laplace import MIN_LAPLACE_EPSILON
+from dpuq.mechanisms.discrete_laplace import check_laplace_epsilon
 from dpuq.mechanisms.laplace import laplace_cdf
 from dpuq.privacy.report import PrivacyReport, Relation
 
@@ -83,12 +84,18 @@ def check_release_parts(stat: Statistic, e_est: float, e_cdf: float, symmetric: 
     parts = [share * e_cdf for share in shares if share > 0]
     if stat.name != "median":  # the median's estimate is the exponential mechanism
         parts.append(e_est)
-    if min(parts) < MIN_LAPLACE_EPSILON:  # (above MIN_PARAMETER, check_epsilon's floor)
-        raise ValueError(
-            f"epsilon is too small for this interval: its smallest release would get "
-            f"{min(parts):.3g}, below {MIN_LAPLACE_EPSILON:.3g} (the exact Laplace sampler's "
-            "floor)"
-        )
+    check_laplace_epsilon(min(parts), what="the smallest part of epsilon in this interval")
+
+
+def check_cdf_release_parts(stat: Statistic, e_est: float, e_cdf, n_grid) -> None:
+    """The same check for ``method="ensemble_cdf"`` (a Laplace estimate, and a tree of Laplace
+    nodes over ``n_grid`` points; ``e_cdf=None``: the tree does not run) and for
+    ``method="naive"`` (``n_grid=None``: one Laplace value per resample at ``e_cdf``)."""
+    if stat.name != "median":  # the median's estimate is the exponential mechanism
+        check_laplace_epsilon(e_est, what="the estimate's epsilon")
+    if e_cdf is not None:
+        nodes = 1 if n_grid is None else tree_shape(n_grid)[1]
+        check_laplace_epsilon(e_cdf, dim=nodes, what="the bootstrap's epsilon")
 
 
 def _clip_interval(lo: float, hi: float, bounds) -> tuple[float, float]:
@@ -279,7 +286,7 @@ def _fold_bounds(grid, cdf, u, fold_scale, t_eval):
 @functools.lru_cache(maxsize=256)
 def _tree_bound(n_grid: int, s: int, e_cdf: float, beta: float) -> tuple[float, int]:
     """Uniform bound of the tree CDF and its depth: data-independent (n_grid, s, ε, β)."""
-    depth = max(1, math.ceil(math.log2(n_grid + 1)))
+    depth = tree_shape(n_grid)[0]
     return tree_error_bound(n_grid, 2.0 * depth / (s * e_cdf), beta), depth
 
 

@@ -73,6 +73,7 @@ from dpuq.inference.interval_methods import (
     _naive_interval,
     _split_budget,
     _tree_bound,
+    check_cdf_release_parts,
     check_release_parts,
 )
 from dpuq.inference.naive import naive_bootstrap_privacy
@@ -327,8 +328,10 @@ def private_confidence_interval(
         if stat.name == "trimmed_mean" and (n // s_cdf) - 2 * stat.n_trim(n // s_cdf) < 1:
             raise ValueError(f"trim={stat.trim} leaves no data in subsets of {n // s_cdf} points")
         cost = e_est + e_cdf
-        if ledger is not None or dataset is not None:  # the bootstrap runs? (data-free)
-            cost -= e_cdf * (_tree_bound(g_size, s_cdf, e_cdf, b_fail)[0] >= a / 2.0)
+        runs = _tree_bound(g_size, s_cdf, e_cdf, b_fail)[0] < a / 2.0  # data-free
+        check_cdf_release_parts(stat, e_est, e_cdf if runs else None, g_size)
+        if ledger is not None or dataset is not None:
+            cost -= e_cdf * (not runs)
         charge_cost(cost)
         out = _ensemble_cdf_interval(
             data,
@@ -358,6 +361,7 @@ def private_confidence_interval(
                 "use method='ensemble'"
             )
         d_naive = check_in_open_unit(delta, "delta")
+        check_cdf_release_parts(stat, e_est, e_cdf, None)
         cost = naive_bootstrap_privacy(n, e_cdf, tt, d_naive, epsilon_center=e_est)
         charge_cost(cost.epsilon, cost.delta)
         out = _naive_interval(data, bnds, stat, a, e_est, e_cdf, tt, rng, d_naive)

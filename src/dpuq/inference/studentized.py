@@ -30,6 +30,7 @@ from dpuq.inference.ensemble import (
     ensemble_plan,
     ensemble_step,
 )
+from dpuq.mechanisms.discrete_laplace import check_laplace_epsilon
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.privacy.ledger import charge
 
@@ -130,6 +131,8 @@ def private_studentized_cdf(
     cand = np.linspace(0.0, 1.0, check_candidates(n_candidates))
     eps_each = eps / tv.size
     share = check_in_open_unit(median_share, "median_share")
+    # each threshold's clamped mean gets (1 - share) of its ε/k in Laplace noise
+    check_laplace_epsilon((1.0 - share) * eps_each, what="each threshold's mean epsilon")
     charge(
         ledger, dataset, eps, what=what, random_state=random_state,
         settings={"n": int(data.size), "statistic": stat.name, "thresholds": int(tv.size)},

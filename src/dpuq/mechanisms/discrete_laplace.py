@@ -52,7 +52,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpuq._validation import check_epsilon, check_positive_finite
+from dpuq._validation import _as_float, check_epsilon, check_positive_finite
 from dpuq.mechanisms.exact import (
     ABS_MARGIN,
     bernoulli_certified,
@@ -64,6 +64,7 @@ from dpuq.mechanisms.randomness import RandomState, check_random_state
 
 __all__ = [
     "MIN_LAPLACE_EPSILON",
+    "check_laplace_epsilon",
     "discrete_laplace_log_pmf",
     "laplace_lattice",
     "laplace_noise",
@@ -93,6 +94,33 @@ def lattice_min_epsilon(dim: int = 1) -> float:
 #: The smallest ε a release gives one exact Laplace value: the lattice's floor with a factor 2
 #: of margin (about 3.6e-12), checked by the releases before they charge a ledger.
 MIN_LAPLACE_EPSILON = 2.0 * lattice_min_epsilon()
+
+
+def check_laplace_epsilon(epsilon: float, dim: int = 1, what: str = "epsilon") -> float:
+    """``epsilon`` if a Laplace release of ``dim`` coordinates can spend it, else a ValueError.
+
+    The floor is ``dim`` :data:`MIN_LAPLACE_EPSILON` (twice :func:`lattice_min_epsilon`):
+    public, so every release checks each of its Laplace parts with it *before* it charges a
+    ledger (at ε = 2e-12 a release had been charged and then refused by the sampler).
+
+    Examples
+    --------
+    >>> check_laplace_epsilon(1e-3, dim=255)
+    0.001
+    >>> check_laplace_epsilon(1e-11, dim=50)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon is too small for exact Laplace noise: 1e-11 over 50 coordinates, ...
+    """
+    floor = dim * MIN_LAPLACE_EPSILON
+    eps = _as_float(epsilon, what)
+    if 0 < eps <= floor:
+        over = f" over {dim} coordinates" if dim > 1 else ""
+        raise ValueError(
+            f"{what} is too small for exact Laplace noise: {eps:.3g}{over}, at or below the "
+            f"floor {floor:.3g} (raise epsilon" + (" or use fewer coordinates)" if dim > 1 else ")")
+        )
+    return check_epsilon(eps, what)
 
 
 # |exp(-U/t) - fl(exp(fl(-U/t)))| <= 2^-47 relative: 2^-53 from the division (argument in

@@ -39,11 +39,13 @@ from dpuq.inference.intervals import (
     percentile_bootstrap_interval,
     private_confidence_interval,
 )
+from dpuq.inference.pilot import PilotCheck, pilot_check
 
 __all__ = [
     "ClippingWarning",
     "ConfidenceInterval",
     "NaivePrivacy",
+    "PilotCheck",
     "PrivateCDF",
     "PrivateCDFGrid",
     "PrivateEstimate",
@@ -54,6 +56,7 @@ __all__ = [
     "normal_approximation_interval",
     "normal_laplace_cdf",
     "percentile_bootstrap_interval",
+    "pilot_check",
     "private_bootstrap_cdf",
     "private_bootstrap_cdf_grid",
     "private_confidence_interval",

@@ -76,3 +76,23 @@ def test_charges_the_ledger_once(capsys, stream):
     assert Ledger(d / "l.sqlite").status("s").spent_epsilon == pytest.approx(1.0)
     code, _, err = _run(capsys, *argv, "--dataset", "s", "-o", d / "t2.csv")
     assert code != 0 and not (d / "t2.csv").exists()
+
+
+def test_a_block_as_long_as_the_stream_charges_nothing_and_says_so(capsys, stream):
+    """--block-size >= the stream's length: every threshold is --initial (no count is
+    released); the run costs epsilon = 0 and says so. One person more than the block: charged."""
+    d, _ = stream
+    Ledger(d / "l.sqlite", create=True).create_budget("s", epsilon=1.5)
+    argv = ["online", "--scores", d / "s.csv", "--epsilon", 1, "--ledger", d / "l.sqlite",
+            "--dataset", "s", "--initial", 0.4]  # fmt: skip
+    with pytest.warns(dpuq.UninformativeReleaseWarning, match="block_size=3000"):
+        code, out, err = _run(capsys, *argv, "--block-size", 3000, "-o", d / "t.csv")
+    assert code == 0, err
+    assert "NOT informative" in out and "epsilon = 0" in out
+    assert np.array_equal(np.loadtxt(d / "t.csv", skiprows=1), np.full(3000, 0.4))
+    ledger = Ledger(d / "l.sqlite")
+    assert [r.epsilon for r in ledger.releases("s")] == [0.0]
+    code, out, err = _run(capsys, *argv, "--block-size", 2999, "-o", d / "t2.csv")
+    assert code == 0, err
+    assert "epsilon = 1" in out
+    assert ledger.status("s").spent_epsilon == pytest.approx(1.0)

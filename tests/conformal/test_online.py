@@ -4,6 +4,7 @@ one charge per stream, estimator = function, coverage on a drifting stream, pick
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -244,3 +245,41 @@ def test_the_thresholds_take_memory_in_the_stream_not_in_the_block():
         tracemalloc.stop()
     assert t.shape == (50,) and np.all(t == 0.5)  # no block completes: the initial threshold
     assert peak < 10**7
+
+
+def test_a_block_as_long_as_the_stream_releases_nothing_and_costs_nothing(tmp_path):
+    """block_size >= n: no block completes before the last person, so no count is released
+    and every threshold is ``initial``, whatever the scores. It was charged ε for that; it
+    costs 0 now (the ledger records 0), and warns on public n and block_size alone."""
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("s", epsilon=1.5)
+    kw = {"initial": 0.3, "random_state": 0, "ledger": ledger, "dataset": "s"}
+    messages = set()
+    for b, s in [(40, _drifting(40)), (40, np.zeros(40)), (41, _drifting(40)), (10**6, [1.0])]:
+        with pytest.warns(dpuq.UninformativeReleaseWarning, match="no block of") as rec:
+            t = dpuq.online_conformal_thresholds(s, 0.1, 1.0, block_size=b, **kw)
+        assert np.array_equal(t, np.full(len(s), 0.3))
+        assert {w.filename for w in rec} == {__file__}  # at the user's call
+        if b == 40:
+            messages.add(str(rec[0].message))
+    assert len(messages) == 1  # the same words for other scores: public settings only
+    assert ledger.status("s").spent_epsilon == 0.0
+    assert [r.epsilon for r in ledger.releases("s")] == [0.0] * 4
+    report = dpuq.conformal.online.online_privacy_report(
+        dpuq.conformal.online.check_online_settings(0.1, 1.0, block_size=40), n=40
+    )
+    assert report.epsilon == 0.0 and "costs epsilon = 0" in report.notes[0]
+
+
+def test_one_block_before_the_last_person_is_a_charged_release(tmp_path):
+    """block_size = n - 1: block 1 completes, its count sets the last person's threshold."""
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("s", epsilon=1.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dpuq.UninformativeReleaseWarning)
+        t = dpuq.online_conformal_thresholds(
+            _drifting(40), 0.1, 1.0, block_size=39, initial=0.3, random_state=0,
+            ledger=ledger, dataset="s",
+        )  # fmt: skip
+    assert np.all(t[:39] == 0.3) and t[39] != 0.3
+    assert ledger.status("s").spent_epsilon == pytest.approx(1.0)

@@ -19,7 +19,9 @@ full set, < 0 the empty set.
 
 Privacy: epsilon-DP (delta = 0) for each person over the whole written sequence, replace-one
 neighbours with the stream length public, however long the stream. Each run is a fresh
-release and spends epsilon again.
+release and spends epsilon again, except when --block-size is at least the stream's length:
+then no count is released, every threshold is --initial, and the run costs epsilon = 0 (the
+ledger records 0) and says so.
 """
 
 EPILOG = """\
@@ -82,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
     from dpuq._validation import check_scores
     from dpuq.conformal.online import online_conformal_thresholds, online_privacy_report
     from dpuq.io import check_output_path, read_vector
-    from dpuq.privacy.ledger import CALLER_CHARGED
 
     # everything that can fail is checked before the charge (a refused setting costs nothing)
     out = check_output_path(args.output, "-o", (".csv", ".txt"), force=args.force)
@@ -90,7 +91,11 @@ def run(args: argparse.Namespace) -> int:
     scores = check_scores(read_vector(args.scores, "--scores"), "--scores")
     what = "dpuq online (conformal thresholds of a stream)"
     record = {**settings.as_dict(), "n": int(scores.size)}
-    with charged_release(out, args, settings.epsilon, what, record) as (pending, _receipt):
+    # deferred: the release charges what it costs (0 when no block completes: public n, B)
+    with charged_release(out, args, settings.epsilon, what, record, deferred=True) as (
+        pending,
+        hook,
+    ):
         t = online_conformal_thresholds(
             scores,
             settings.alpha,
@@ -99,17 +104,24 @@ def run(args: argparse.Namespace) -> int:
             block_size=settings.block_size,
             initial=settings.initial,
             random_state=args.seed,
-            ledger=CALLER_CHARGED,
+            ledger=hook,
+            dataset=args.dataset,
         )
-        report = online_privacy_report(settings, seeded=args.seed is not None)
+        report = online_privacy_report(settings, seeded=args.seed is not None, n=t.size)
         lines = "\n".join(map(repr, t.tolist()))  # shortest round-trip text
         pending.write_text("threshold\n" + lines + "\n")
         pending.commit()
-    print(
-        f"released {t.size} thresholds at epsilon = {report.epsilon:g} for the whole stream "
-        f"(pure DP, delta = 0, replace-one, event-level; blocks of {settings.block_size})"
-        + (" [seeded: not private if the seed is known]" if report.seeded else "")
-        + f"\nwrote {out}",
-        file=sys.stdout,
-    )
+    if report.epsilon == 0.0:
+        state = (
+            f"NOT informative: every threshold is --initial {settings.initial:g}, no block of "
+            f"{settings.block_size} completes in a stream of {t.size}; public settings alone "
+            "decided it, so it cost epsilon = 0 and charged nothing"
+        )
+    else:
+        state = (
+            f"at epsilon = {report.epsilon:g} for the whole stream (pure DP, delta = 0, "
+            f"replace-one, event-level; blocks of {settings.block_size})"
+            + (" [seeded: not private if the seed is known]" if report.seeded else "")
+        )
+    print(f"released {t.size} thresholds {state}\nwrote {out}", file=sys.stdout)
     return 0

@@ -68,7 +68,8 @@ logger = logging.getLogger(__name__)
 
 
 class UninformativeReleaseWarning(UserWarning):
-    """No informative release is possible at these settings: the sets are full."""
+    """No informative release is possible at these settings: the sets are full (or, online,
+    every threshold is the public initial one); public quantities alone decide it."""
 
 
 class UninformativeReleaseError(ValueError):

@@ -30,6 +30,11 @@ total n), interpolated by the mechanism as ``min(ρ(s_{i+1}), ρ(s_i) + n - s_i)
 over ρ* is at most about ``α (1-α)`` times the knot spacing ``n / 2^15`` (a quantile level
 higher by about ``3·10^-6``). The client then holds O(2^15 log n) numbers, not n + 1, and
 plans 10^8 points in well under a second.
+
+Work. None of it grows with 1/ε (P does: about 10^13 at ε = 1e-12): the sums start near
+``P - n``, not at ``-n``, and where the run of t with ``0 < g(t) < 1`` (about ``3360/ε``
+integers) meets many points, the knots use a closed-form lower bound on each sum
+(:mod:`dpuq.conformal._class_sums`).
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit
 
 from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+from dpuq.conformal._class_sums import PrefixSums, g_sum_lower_bound
+from dpuq.conformal._class_sums import g as _g
 
 __all__ = [
     "auto_class_bins",
@@ -59,21 +65,6 @@ _GRID_POINTS = 40
 def _bin_grid(typical: int) -> np.ndarray:
     top = min(10**6, max(2000, 10 * typical))
     return np.unique(np.round(np.geomspace(4, top, _GRID_POINTS)).astype(int))
-
-
-def _g(t, epsilon_class: float, m: int):
-    """``1 / (1 + (m-1) exp(-ε_c t / 2))``, computed as a logistic function.
-
-    Arrays: ``expit`` is evaluated only where its value is not exactly 1.0 (argument >= 40:
-    ``1 + e^-40`` rounds to 1) or 0.0 (argument <= -800: ``e^-800`` underflows), the same
-    values at a fraction of the cost over long ranges of t."""
-    x = epsilon_class * np.asarray(t, dtype=float) / 2.0 - math.log(m - 1)
-    if x.ndim == 0:
-        return expit(x)
-    out = np.where(x >= 40.0, 1.0, 0.0)
-    mid = (x > -800.0) & (x < 40.0)
-    out[mid] = expit(x[mid])
-    return out
 
 
 def _check(alpha, epsilon, n_bins) -> tuple[float, float, int]:
@@ -123,7 +114,9 @@ def class_padding(alpha: float, epsilon: float, n_bins: int) -> int:
     """
     a, eps_c, m = _check(alpha, epsilon, n_bins)
     target = 1.0 - a + _SLACK
-    p = max(0, math.ceil(2.0 / eps_c * math.log((m - 1) * (1.0 - a) / a)))
+    # g(p) >= target from the closed form (the slack included: at a tiny ε it is many steps of
+    # p); the loops only correct the rounding, a step or two
+    p = max(0, math.ceil(2.0 / eps_c * math.log((m - 1) * target / (1.0 - target))))
     while p > 0 and _g(p - 1, eps_c, m) >= target:
         p -= 1
     while _g(p, eps_c, m) < target:
@@ -137,8 +130,11 @@ def class_rank_schedule(
     """The rank schedule ``ρ(0..max_size)`` and the padding ``P`` (module docstring).
 
     Vectorised over all sizes: the certificate sums are differences of one cumulative sum of
-    ``g`` over the integers (terms below ``-max_size - 1`` are left out, which only lowers the
-    certificate), and each ρ(n) is found by a bisection run for all n at once.
+    ``g`` over the integers ``P - max_size - 1 .. P + max_size`` (terms below are left out,
+    which only lowers the certificate, and only where ``ρ < P - 1 <= ρ*(n) - 1``, so never
+    where the answer is decided), and each ρ(n) is found by a bisection run for all n at once.
+    The work is O(max_size), whatever ε: ``P`` (about ``4 log(m/α)/ε``, 10^13 at ε = 1e-12)
+    sets where the sums start, not how many there are.
 
     Parameters
     ----------
@@ -163,7 +159,8 @@ def class_rank_schedule(
     w = check_positive_int(max_size, "max_size", minimum=0)
     a, eps_c, m = _check(alpha, epsilon, n_bins)
     pad = class_padding(a, 2.0 * eps_c, m)
-    sums = _PrefixSums(-(w + 1), 2 * w + pad + 2, eps_c, m)
+    # ρ*(n) >= ρ*(0) = P: the sums deciding it (at ρ*(n) and ρ*(n) - 1) run over P - 1 - w..w + P
+    sums = PrefixSums(pad - w - 1, 2 * w + 2, eps_c, m)
     hi = np.empty(w + 1, dtype=np.int64)
     for n0 in range(0, w + 1, _SIZES_PER_PASS):  # chunks of sizes: O(chunk) temporaries
         n1 = min(w + 1, n0 + _SIZES_PER_PASS)
@@ -204,36 +201,54 @@ def _knot_sizes(w: int) -> np.ndarray:
     return sizes if sizes[-1] == w else np.append(sizes, w)
 
 
+#: Integers t at most in the exact sums of :func:`_rank_star_at`; beyond (ε below about
+#: 2·10^-4 and more than 2^23 points), its closed-form lower bound.
+_MAX_GRID = 1 << 24
+
+
 def _rank_star_at(sizes: np.ndarray, a: float, eps_c: float, m: int, pad: int) -> np.ndarray:
     """``ρ*(n)`` at each of ``sizes``: the smallest r in ``[0, n + pad]`` with
     ``Σ_{t=r-n}^{r} g(t) >= (1 - α + slack)(n + 1)``, by bisection on all sizes at once.
 
-    Each sum is the count of terms where ``g`` is exactly 1 plus a difference of one short
-    cumulative sum of ``g`` over the integers where it is strictly between 0 and 1 (a few
-    thousand: ``_g``'s cut-offs), so a size costs O(log n), whatever n."""
-    span = 2.0 / eps_c
-    lo_t = math.floor(span * (-800.0 + math.log(m - 1))) - 2
-    hi_t = math.ceil(span * (40.0 + math.log(m - 1))) + 2
-    g = _g(np.arange(lo_t, hi_t + 1), eps_c, m)
-    t_zero = lo_t + int(np.flatnonzero(g == 0.0)[-1])  # g(t) == 0 for t <= t_zero
-    t_one = lo_t + int(np.flatnonzero(g == 1.0)[0])  # g(t) == 1 for t >= t_one
-    mid = np.concatenate(([0.0], np.cumsum(g[t_zero + 1 - lo_t : t_one - lo_t])))
+    Each sum is the count of terms where ``g`` is exactly 1 plus a difference of one
+    cumulative sum of ``g`` over the integers where it is strictly between 0 and 1 (``_g``'s
+    cut-offs, about ``3360/ε`` integers), cut to ``P - 1 - max(sizes) .. P + max(sizes)`` (as in
+    :func:`class_rank_schedule`: ``ρ*(n) >= P``; the terms below are read as 0, which only
+    lowers the sums). Where that is still :data:`_MAX_GRID` integers or more (a tiny ε and many
+    points), each sum is :func:`dpuq.conformal._class_sums.g_sum_lower_bound` instead, at most
+    ``3ε/64`` below it: a rank that passes keeps its certificate, and is at most one above the
+    exact one. A size costs O(log n) and the memory is O(_MAX_GRID), whatever n and ε."""
     out = np.empty(sizes.size, dtype=np.int64)
+    if sizes.size == 0:
+        return out
+    w, span = int(sizes.max()), 2.0 / eps_c
+    lo_t = max(math.floor(span * (-800.0 + math.log(m - 1))) - 2, pad - w - 1)
+    hi_t = min(math.ceil(span * (40.0 + math.log(m - 1))) + 2, pad + w)
+    if hi_t - lo_t < _MAX_GRID:
+        g = _g(np.arange(lo_t, hi_t + 1), eps_c, m)
+        zeros, ones = np.flatnonzero(g == 0.0), np.flatnonzero(g == 1.0)
+        t_zero = lo_t + (int(zeros[-1]) if zeros.size else -1)  # g(t) read as 0 for t <= t_zero
+        t_one = lo_t + (int(ones[0]) if ones.size else g.size)  # g(t) == 1 for t >= t_one
+        mid = np.concatenate(([0.0], np.cumsum(g[t_zero + 1 - lo_t : t_one - lo_t])))
+
+        def run_sum(first, last):
+            top = np.clip(last - t_zero, 0, mid.size - 1)
+            bottom = np.clip(first - t_zero - 1, 0, mid.size - 1)
+            return np.maximum(0, last - np.maximum(first, t_one) + 1) + (mid[top] - mid[bottom])
+
+    else:
+
+        def run_sum(first, last):
+            return g_sum_lower_bound(first, last, eps_c, m)
+
     for i in range(0, sizes.size, _SIZES_PER_PASS):  # bounded temporaries
         n = sizes[i : i + _SIZES_PER_PASS]
         target = (1.0 - a + _SLACK) * (n + 1)
-
-        def ok(r, n=n, target=target):
-            first, last = r - n, r
-            ones = np.maximum(0, last - np.maximum(first, t_one) + 1)
-            top = np.clip(last - t_zero, 0, mid.size - 1)
-            bottom = np.clip(first - t_zero - 1, 0, mid.size - 1)
-            return ones + (mid[top] - mid[bottom]) >= target
-
         lo, hi = np.full(n.size, -1, dtype=np.int64), n + pad
         while np.any(hi - lo > 1):
             centre = (lo + hi) // 2
-            good = ok(np.maximum(centre, 0))
+            r = np.maximum(centre, 0)
+            good = run_sum(r - n, r) >= target
             hi, lo = np.where(good, centre, hi), np.where(good, lo, centre)
         out[i : i + n.size] = hi
     return out
@@ -276,64 +291,36 @@ def class_rank_knots(max_size: int, *, alpha: float, epsilon: float, n_bins: int
     return RankKnots(sizes, ranks), pad
 
 
-#: Class sizes handled per bisection pass of :func:`class_rank_schedule`, and the block of the
-#: carried prefix sums of ``g``: memory O(these), not O(n).
+#: Class sizes handled per bisection pass of :func:`class_rank_schedule`: memory O(this), not O(n).
 _SIZES_PER_PASS = 1 << 18
-_SUM_BLOCK = 1 << 16
 #: Half-width of the first bracket around the linear guess ``ρ*(n0-1) + (1 - α)(n - n0 + 1)``.
 _GUESS_SPAN = 512
 
 
-class _PrefixSums:
-    """``G[i] = g(t0) + ... + g(t0 + i - 1)`` (``G[0] = 0``), summed left to right like
-    ``np.cumsum`` (bit for bit), kept as one carried value per block of :data:`_SUM_BLOCK`
-    terms and expanded on demand."""
-
-    def __init__(self, t0: int, length: int, eps_c: float, m: int) -> None:
-        self.t0, self.length, self.eps_c, self.m = t0, length, eps_c, m
-        carries, c = [], 0.0
-        for start in range(0, length, _SUM_BLOCK):
-            carries.append(c)
-            c = float(self._block(start, c)[-1])
-        carries.append(c)
-        self.carries = carries
-
-    def _block(self, start: int, carry: float) -> np.ndarray:
-        """``G[start .. start + B]`` (B + 1 values, fewer at the end) from ``G[start]``."""
-        stop = min(self.length, start + _SUM_BLOCK)
-        g = _g(np.arange(self.t0 + start, self.t0 + stop), self.eps_c, self.m)
-        return np.cumsum(np.concatenate(([carry], g)))
-
-    def window(self, lo: int, hi: int) -> np.ndarray:
-        """``G[lo:hi]``."""
-        lo, hi = max(0, lo), min(self.length + 1, hi)
-        k0, k1 = lo // _SUM_BLOCK, (hi - 1) // _SUM_BLOCK
-        parts = [self._block(k * _SUM_BLOCK, self.carries[k])[:_SUM_BLOCK] for k in range(k0, k1)]
-        parts.append(self._block(k1 * _SUM_BLOCK, self.carries[k1]))
-        full = np.concatenate(parts)
-        return full[lo - k0 * _SUM_BLOCK : hi - k0 * _SUM_BLOCK]
-
-
-def _smallest_ranks(sums: _PrefixSums, n0: int, n1: int, a: float, pad: int, previous):
+def _smallest_ranks(sums: PrefixSums, n0: int, n1: int, a: float, pad: int, previous):
     """``ρ*(n)`` for ``n0 <= n < n1``: the smallest integer r in ``[0, n + pad]`` with
     ``Σ_{t=r-n}^{r} g(t) >= (1 - α + slack)(n + 1)``, by bisection on all n at once.
 
     The sum rises with r, so ρ* is where it crosses the target. Each size's bracket starts from
     ``previous = ρ*(n0 - 1)`` (ρ* is nondecreasing with steps 0 or 1), and the result is
     checked (the sum holds at it and fails one below); where the check fails the size is redone
-    with the full bracket ``[-1, n + pad]``. The sums read span O(chunk), not O(n)."""
+    with the full bracket ``[-1, n + pad]``. The sums read span O(chunk), not O(n). ``G[i]``
+    for ``i < 0`` reads as ``G[0] = 0``: the terms below ``sums.t0`` are left out (a lower
+    sum, so a rank that passes still has its certificate)."""
     t0 = sums.t0
     n = np.arange(n0, n1)
     target = (1.0 - a + _SLACK) * (n + 1)
 
     def run(lo, hi, nn, tg):
         r_min, r_max = int(max(0, lo.min())), int(hi.max())
-        top = sums.window(r_min - t0 + 1, r_max - t0 + 2)  # G[r - t0 + 1]
-        bottom = sums.window(r_min - int(nn.max()) - t0, r_max - int(nn.min()) - t0 + 1)
-        b0 = r_min - int(nn.max()) - t0
+        i0 = max(0, r_min - t0 + 1)
+        top = sums.window(i0, max(i0 + 1, r_max - t0 + 2))  # G[r - t0 + 1]
+        j0 = max(0, r_min - int(nn.max()) - t0)
+        bottom = sums.window(j0, max(j0 + 1, r_max - int(nn.min()) - t0 + 1))  # G[r - n - t0]
 
         def ok(r):
-            return top[r - r_min] - bottom[r - nn - t0 - b0] >= tg
+            upper, lower = np.maximum(r - t0 + 1, i0), np.maximum(r - nn - t0, j0)
+            return top[upper - i0] - bottom[lower - j0] >= tg
 
         lo, hi = lo.copy(), hi.copy()
         while np.any(hi - lo > 1):

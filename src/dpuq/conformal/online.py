@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import bisect
 import math
+import warnings
 
 import numpy as np
 
 from dpuq._validation import _as_float, check_alpha, check_epsilon, check_scores
+from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.mechanisms.online_counts import _tracker_thresholds, block_count_scale
 from dpuq.mechanisms.randomness import RandomState, derive_seed, release_generator
 from dpuq.planning.online import DEFAULT_INITIAL, DEFAULT_STEP, online_block_size
@@ -25,6 +27,7 @@ __all__ = [
     "OnlineSettings",
     "aci_thresholds",
     "check_online_settings",
+    "no_count_released",
     "online_conformal_thresholds",
     "online_privacy_report",
 ]
@@ -104,15 +107,60 @@ def check_online_settings(
     return OnlineSettings(a, eps, eta, b, q0)
 
 
-def online_privacy_report(settings: OnlineSettings, *, seeded: bool = False) -> PrivacyReport:
+def no_count_released(n: int, settings: OnlineSettings) -> bool:
+    """Whether a stream of ``n`` persons releases no count: ``n <= block_size``.
+
+    The first count is released when block 1 is complete, and sets the threshold of person
+    ``block_size + 1`` on; the last block's count would set none. So when no block completes
+    before the last person, nothing is released and every threshold is ``initial``: public
+    settings alone (``n``, public under replace-one, and ``block_size``) decide the output.
+
+    Examples
+    --------
+    >>> settings = check_online_settings(0.1, 1.0, block_size=50)
+    >>> no_count_released(50, settings), no_count_released(51, settings)
+    (True, False)
+    """
+    return n <= settings.block_size
+
+
+def _no_count_message(n: int, settings: OnlineSettings) -> str:
+    return (
+        f"no block of block_size={settings.block_size} completes before the last of the n={n} "
+        f"persons: no count is released and every threshold is initial={settings.initial:g}, "
+        "whatever the scores. Public settings alone decided it, so it costs epsilon = 0 and "
+        "charges nothing. Thresholds that follow the stream need block_size < n (a count "
+        "per block of persons; block_size='auto' plans it from alpha and epsilon)."
+    )
+
+
+def online_privacy_report(
+    settings: OnlineSettings, *, seeded: bool = False, n: int | None = None
+) -> PrivacyReport:
     """The privacy report of a whole stream released by the tracker (any length).
+
+    With the stream's length ``n`` (public) and ``n <= block_size``
+    (:func:`no_count_released`), the report of the constant release: ε = 0, and why.
 
     Examples
     --------
     >>> r = online_privacy_report(check_online_settings(0.1, 1.0))
     >>> r.epsilon, r.delta, r.relation.value
     (1.0, 0.0, 'replace-one')
+    >>> online_privacy_report(check_online_settings(0.1, 1.0, block_size=50), n=50).epsilon
+    0.0
     """
+    if n is not None and no_count_released(n, settings):
+        return PrivacyReport(
+            mechanism=MECHANISM,
+            epsilon=0.0,
+            delta=0.0,
+            relation=Relation.REPLACE_ONE,
+            sensitivity="none: constant release (no count released, no score read)",
+            details={**settings.as_dict(), "n": int(n)},
+            notes=(_no_count_message(n, settings),),
+            seeded=False,
+        )
     return PrivacyReport(
         mechanism=MECHANISM,
         epsilon=settings.epsilon,
@@ -147,7 +195,11 @@ def online_conformal_thresholds(
 
     Privacy: ε-DP (δ = 0), event-level under continual observation with replace-one
     neighbours, for each person over the whole returned sequence, however long the stream
-    (:mod:`dpuq.mechanisms.online_counts`). Coverage: for every score sequence, with
+    (:mod:`dpuq.mechanisms.online_counts`). When ``block_size >= T`` no block completes
+    before the last person (:func:`no_count_released`): no count is released, every
+    threshold is ``initial``, the release costs ε = 0 (a ledger records a charge of 0) and an
+    :class:`~dpuq.conformal.calibration.UninformativeReleaseWarning` says so (it depends on
+    ``T`` and ``block_size`` only). Coverage: for every score sequence, with
     probability ``1 - β``, ``|mean miscoverage - α| <=``
     :func:`dpuq.planning.online_coverage_bound` (about 0.01 at 10^4 persons, ε = 1).
 
@@ -184,7 +236,7 @@ def online_conformal_thresholds(
     """
     s = check_scores(scores, "scores")
     settings = check_online_settings(alpha, epsilon, step, block_size, initial)
-    report = online_privacy_report(settings, seeded=random_state is not None)
+    report = online_privacy_report(settings, seeded=random_state is not None, n=s.size)
     rng = release_generator(
         random_state,
         ledger,
@@ -193,6 +245,11 @@ def online_conformal_thresholds(
         what="online conformal thresholds",
         settings={**settings.as_dict(), "n": int(s.size)},
     )
+    if report.epsilon == 0.0:  # public: n <= block_size; charged 0 above, nothing is read
+        warnings.warn(
+            _no_count_message(s.size, settings), UninformativeReleaseWarning, stacklevel=2
+        )
+        return np.full(s.size, settings.initial)
     thresholds, _ = _tracker_thresholds(
         s,
         alpha=settings.alpha,

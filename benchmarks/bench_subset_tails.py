@@ -89,7 +89,7 @@ def run(law: str, s: int, epsilon: float, reps: int, seed: int,
 
 def sweep(s: int, epsilon: float, reps: int, seed: int) -> None:
     """The grid of ``--sweep``: lowest coverage over the laws, normal half-width."""
-    from dpuq.inference import _subsets
+    from dpuq.inference import general_plan
 
     print("| estimate share | κ | tail radius | tail share | first radius | lowest coverage "
           "| normal half-width |")  # fmt: skip
@@ -100,7 +100,7 @@ def sweep(s: int, epsilon: float, reps: int, seed: int) -> None:
             (0.7, 0.8), (3.5, 4.0), (3.0, 4.0, 5.0), (0.2, 0.3), (1.0, 2.0)
         ):
             general.KAPPA, general.TAIL_RADIUS, general.TAIL_SHARE = kappa, radius, tail
-            general.SPREAD_RADII = (first, _subsets.SPREAD_RADII[1])
+            general.SPREAD_RADII = (first, general_plan.SPREAD_RADII[1])
             res = {law: run(law, s, epsilon, reps, seed, share) for law in LAWS}
             low = min(cov for cov, _ in res.values())
             print(f"| {share} | {kappa} | {radius} | {tail} | {first} | {low:.3f} | "

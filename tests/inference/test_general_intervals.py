@@ -17,13 +17,7 @@ import pytest
 
 import dpuq
 from cli_helpers import run_cli
-from dpuq.inference._subsets import (
-    SPREAD_FRACTION_CAP,
-    _spread_from_count,
-    estimate_subsets,
-    jackknife_correct,
-    jackknife_weights,
-)
+from dpuq.inference._subsets import jackknife_correct, jackknife_weights
 from dpuq.inference.aggregation import median_utilities, window_count_utilities
 from dpuq.inference.general import (
     ESTIMATE_SHARE,
@@ -33,6 +27,7 @@ from dpuq.inference.general import (
     subset_summaries,
     weighted_quantile,
 )
+from dpuq.inference.general_plan import SPREAD_FRACTION_CAP, _spread_from_count, estimate_subsets
 from dpuq.mechanisms.discrete_laplace import discrete_laplace_log_pmf, lattice_laplace_scale
 from dpuq.mechanisms.exponential import exponential_mechanism_log_probabilities
 from dpuq.mechanisms.laplace import laplace_scale

@@ -90,7 +90,8 @@ def _trivial(lo: float, hi: float, why: str) -> dict:
         "statistic_bounds; use more data, a larger epsilon or one coordinate"
     )
     # the user's call: _trivial <- _ensemble_coordinate (or the comprehension) <-
-    # _private_statistic_interval <- intervals._general <- private_confidence_interval <- user
+    # _private_statistic_interval <- interval_routes._general <- private_confidence_interval
+    # <- user
     warnings.warn(f"uninformative interval: {reason}", UninformativeIntervalWarning, stacklevel=6)
     return {"lower": lo, "upper": hi, "estimate": (lo + hi) / 2.0, "informative": False,
             "reason": reason}  # fmt: skip

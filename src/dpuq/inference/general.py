@@ -22,9 +22,9 @@ with a subsample-and-aggregate point estimate.
    (:func:`resolve_general_subsets`: the private locations of steps 3a-b need ``s_0 ε`` of a
    few tens), give the preliminary scale and the location. A second, independent partition
    into ``s <= s_0`` larger **estimating** subsets of ``b`` rows
-   (:func:`~dpuq.inference._subsets.estimate_subsets`, ``s ∝ n^(3/5) ε^(-2/5)``: the bias–noise
-   trade-off; at least twice the level the spread's first count's noise alone reaches, so
-   that the count can be read) gives the spread and the estimate of steps 3c-d; the
+   (:func:`~dpuq.inference.general_plan.estimate_subsets`, ``s ∝ n^(3/5) ε^(-2/5)``: the
+   bias–noise trade-off; at least twice the level the spread's first count's noise alone
+   reaches, so that the count can be read) gives the spread and the estimate of steps 3c-d; the
    bootstrap runs on the locating subsets only. At ``n = 5000``, ε = 1 that is
    ``b_0 = 25`` and ``b = 50`` (a quarter of the jackknife's remaining bias, estimates nearer
    to normal, for ``sqrt(2)`` times the mean's noise against the standard error;
@@ -65,7 +65,7 @@ with a subsample-and-aggregate point estimate.
       each plus exact
       Laplace noise; with ``c`` the first count, or the second where the first is below
       ``s/4`` or below what its noise alone reaches with probability
-      :data:`~dpuq.inference._subsets.SPREAD_NOISE_BETA` (it says too little), the
+      :data:`~dpuq.inference.general_plan.SPREAD_NOISE_BETA` (it says too little), the
       normal-equivalent spread of one subset's estimate is
       ``σ_b = r / Φ⁻¹((1 + c/s)/2)`` (:func:`_spread_from_count`);
    c'. **a spread that sees the tail**: with ``R = 5 σ_b`` (released), ``V``, the mean of
@@ -120,7 +120,7 @@ public quantities only; above :data:`LOCATION_BETA` (0.05) the release is the wh
 ε, ``s`` and released values only), and when that is known before the data are touched (the
 preliminary scale) nothing is spent and the report says ε = 0. So is a released count below
 :data:`SPREAD_FRACTION_MIN` of ``s`` or below what its noise alone reaches with probability
-:data:`~dpuq.inference._subsets.SPREAD_NOISE_BETA` (no spread can be read from it; a
+:data:`~dpuq.inference.general_plan.SPREAD_NOISE_BETA` (no spread can be read from it; a
 statistic with no estimate on most subsets lands here).
 
 **Coverage** is asymptotic, not exact. Assumptions: ``f`` is asymptotically normal at rate
@@ -174,27 +174,7 @@ from dpuq.inference._statistic_report import (
     _subset_regime_caution,
     _trivial,
 )
-from dpuq.inference._subsets import (
-    LOCATION_BETA,
-    MIN_LOCATING_SUBSET,
-    SPREAD_FRACTION_MIN,
-    SPREAD_RADII,
-    SPREAD_SHARES,
-    SPREAD_SWITCH,
-    SubsetSummaries,
-    _check_statistic_bounds,
-    _count_floor,
-    _count_scale,
-    _log_sd_grid,
-    _rows,
-    _spread_from_count,
-    estimate_subsets,
-    location_epsilon,
-    location_failure_bound,
-    resolve_general_subsets,
-    subset_summaries,
-    weighted_quantile,
-)
+from dpuq.inference._subsets import SubsetSummaries, _rows, subset_summaries, weighted_quantile
 from dpuq.inference.aggregation import (
     _em_value,
     _private_clamped_mean,
@@ -203,6 +183,23 @@ from dpuq.inference.aggregation import (
 )
 from dpuq.inference.confidence_interval import ConfidenceInterval
 from dpuq.inference.ensemble import _resolve_resamples
+from dpuq.inference.general_plan import (
+    LOCATION_BETA,
+    MIN_LOCATING_SUBSET,
+    SPREAD_FRACTION_MIN,
+    SPREAD_RADII,
+    SPREAD_SHARES,
+    SPREAD_SWITCH,
+    _check_statistic_bounds,
+    _count_floor,
+    _count_scale,
+    _log_sd_grid,
+    _spread_from_count,
+    estimate_subsets,
+    location_epsilon,
+    location_failure_bound,
+    resolve_general_subsets,
+)
 from dpuq.inference.normal_laplace import normal_laplace_quantile
 from dpuq.mechanisms.discrete_laplace import laplace_release
 

@@ -44,8 +44,9 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from dpuq._validation import check_epsilon, check_in_open_unit
-from dpuq.inference._subsets import _check_statistic_bounds, subset_summaries
+from dpuq.inference._subsets import subset_summaries
 from dpuq.inference.general import JACKKNIFE_GROUPS
+from dpuq.inference.general_plan import _check_statistic_bounds
 from dpuq.inference.intervals import private_confidence_interval
 from dpuq.mechanisms.randomness import RandomState, check_random_state
 from dpuq.privacy._ledger_gate import _simulation

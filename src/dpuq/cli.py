@@ -16,6 +16,7 @@ COMMANDS = [
     "calibrate",
     "predict",
     "interval",
+    "pilot",
     "plan",
     "reproduce",
     "temperature",

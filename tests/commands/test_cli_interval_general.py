@@ -278,3 +278,43 @@ def test_only_numeric_options_have_their_values_rewritten():
         "interval", "--bounds", "-1000", "-20", "--dataset", "-1e3", "-o", "-1e3",
         "--epsilon", "-0.001", "--alpha=0.1",
     ]  # fmt: skip
+
+
+def test_dpuq_pilot_prints_the_pilot_check_and_charges_and_writes_nothing(capsys, cohort, tmp_path):
+    """`dpuq pilot` is pilot_check on a public file: the same numbers as the Python call with
+    the same seed, no file written, no ledger touched (not a release)."""
+    d, table = cohort
+    before = sorted(p.name for p in d.iterdir())
+    code, out, _ = run_cli(capsys, "pilot", "--data", d / "cohort.csv", "--n", 1000,
+                           "--statistic", "ols-slope", "--columns", "age", "sbp",
+                           "--statistic-bounds", -5, 5, "--alpha", 0.1, "--epsilon", 1,
+                           "--reps", 4, "--seed", 3)  # fmt: skip
+    assert code == 0
+    pc = dpuq.pilot_check(statistics.ols_slope(0, 1), table[:, :2], statistic_bounds=(-5, 5),
+                          n=1000, epsilon=1.0, alpha=0.1, vectorized=True, reps=4,
+                          random_state=3)  # fmt: skip
+    assert out.strip() == f"ols-slope: {pc.summary()}"
+    assert sorted(p.name for p in d.iterdir()) == before
+    assert not (tmp_path / "ledger.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--statistic", "mean", "--bounds", "0", "1"], "invalid choice: 'mean'"),
+        (["--statistic", "sd", "--statistic-bounds", "0", "5", "--n", "3"], "--n must be at"),
+        (["--statistic", "sd", "--statistic-bounds", "0", "5", "--reps", "1"], "--reps must be"),
+        (["--statistic", "sd", "--n", "0"], "expected an integer >= 1"),
+    ],
+)
+def test_dpuq_pilot_refuses_bad_settings_in_one_line(capsys, cohort, args, message):
+    d, _ = cohort
+    base = ["pilot", "--data", d / "cohort.csv", "--column", "age", "--alpha", 0.1,
+            "--epsilon", 1]  # fmt: skip
+    if "--n" not in args:
+        base += ["--n", 100]
+    try:
+        code, _, err = run_cli(capsys, *base, *args)
+    except SystemExit as exc:
+        code, err = exc.code, capsys.readouterr().err
+    assert code != 0 and message in err and len(err.strip().splitlines()) == 1

@@ -83,8 +83,20 @@ examples:
 
 def register(subparsers) -> None:
     p = add_command(subparsers, "interval", HELP, DESCRIPTION, EPILOG)
+    release = add_statistic_arguments(p, "the data file", [*STATISTICS, *GENERAL])
+    add_seed_argument(release)
+    from dpuq.commands.budget import add_release_output_arguments
+
+    add_release_output_arguments(p)
+    p.set_defaults(func=run)
+
+
+def add_statistic_arguments(p, data_help: str, statistics) -> argparse._ArgumentGroup:
+    """``--data``, the columns, ``--statistic`` (one of ``statistics``) and its settings,
+    ``--alpha`` and ``--epsilon``: shared by ``dpuq interval`` and ``dpuq pilot``. Returns the
+    "release" group."""
     inputs = p.add_argument_group("input")
-    inputs.add_argument("--data", metavar="FILE", required=True, help="the data file")
+    inputs.add_argument("--data", metavar="FILE", required=True, help=data_help)
     inputs.add_argument(
         "--column",
         metavar="NAME",
@@ -97,9 +109,8 @@ def register(subparsers) -> None:
         help="the two columns of a two-column statistic (names or 0-based indices)",
     )
     release = p.add_argument_group("release")
-    release.add_argument(
-        "--statistic", choices=[*STATISTICS, *GENERAL], required=True, help="the statistic"
-    )
+    release.add_argument("--statistic", choices=list(statistics), required=True,
+                         help="the statistic")  # fmt: skip
     release.add_argument(
         "--quantile",
         type=float_arg,
@@ -134,11 +145,7 @@ def register(subparsers) -> None:
     release.add_argument(
         "--epsilon", type=float_arg, required=True, help="total privacy cost > 0 (no default)"
     )
-    add_seed_argument(release)
-    from dpuq.commands.budget import add_release_output_arguments
-
-    add_release_output_arguments(p)
-    p.set_defaults(func=run)
+    return release
 
 
 def read_column(path, column: str | None, name: str = "--data", flag: str = "--column"):

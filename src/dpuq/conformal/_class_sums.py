@@ -47,7 +47,8 @@ def g(t, epsilon_class: float, m: int):
 
 
 def g_sum_lower_bound(first, last, epsilon_class: float, m: int) -> np.ndarray:
-    """A lower bound on ``Σ_{t=first}^{last} g(t)`` (integers, elementwise), within
+    """A lower bound (up to float rounding) on ``Σ_{t=first}^{last} g(t)`` (integers,
+    elementwise), within
     ``3c/16`` and float rounding of the sum, ``c = ε_c/2`` (module docstring: ``c/8`` taken off,
     the remainder at most ``c/16``). Empty runs give 0.
 

@@ -29,7 +29,7 @@ from dpuq._validation import (
 )
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.conformal.class_levels import auto_class_bins, class_rank_knots
-from dpuq.mechanisms.class_thresholds import class_thresholds, rank_at
+from dpuq.mechanisms.class_thresholds import check_rank_schedule, class_thresholds, rank_at
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.privacy.ledger import CALLER_CHARGED, charge
 from dpuq.privacy.report import PrivacyReport, Relation
@@ -177,6 +177,7 @@ def calibrate_by_class(
         m = check_positive_int(n_bins, "n_bins", minimum=2)
     # knots, not a table of n + 1 ranks: O(2^15 log n) public numbers on the client
     schedule, pad = class_rank_knots(n, alpha=a, epsilon=eps, n_bins=m)
+    check_rank_schedule(schedule, pad)  # the privacy proof's assumptions, before the charge
     notes: list[str] = []
     if rank_at(schedule, [n])[0] >= n:  # public: a class of all n points targets the padding
         msg = (

@@ -67,8 +67,19 @@ def _bin_grid(typical: int) -> np.ndarray:
     return np.unique(np.round(np.geomspace(4, top, _GRID_POINTS)).astype(int))
 
 
+#: Smallest alpha the class-level planning takes: ten times :data:`_SLACK`, so that the target
+#: ``1 - alpha + _SLACK`` stays below 1 by more than float rounding (at alpha <= _SLACK the
+#: padding's target was 1 or more, met only by rounding, or never).
+MIN_CLASS_ALPHA = 10 * _SLACK
+
+
 def _check(alpha, epsilon, n_bins) -> tuple[float, float, int]:
     a = check_alpha(alpha)
+    if a < MIN_CLASS_ALPHA:
+        raise ValueError(
+            f"alpha must be at least {MIN_CLASS_ALPHA:g} for class-conditional calibration "
+            f"(its certificates carry a float slack of {_SLACK:g}), got {alpha!r}"
+        )
     eps = check_epsilon(epsilon)
     m = check_positive_int(n_bins, "n_bins", minimum=2)
     return a, eps / 2.0, m
@@ -114,14 +125,24 @@ def class_padding(alpha: float, epsilon: float, n_bins: int) -> int:
     """
     a, eps_c, m = _check(alpha, epsilon, n_bins)
     target = 1.0 - a + _SLACK
-    # g(p) >= target from the closed form (the slack included: at a tiny ε it is many steps of
-    # p); the loops only correct the rounding, a step or two
-    p = max(0, math.ceil(2.0 / eps_c * math.log((m - 1) * target / (1.0 - target))))
-    while p > 0 and _g(p - 1, eps_c, m) >= target:
-        p -= 1
-    while _g(p, eps_c, m) < target:
-        p += 1
-    return int(p)
+    # the closed form of g(p) >= target (a - _SLACK, not 1 - target: no cancellation); then the
+    # smallest such p among the rounded g, by galloping and bisection (g is nondecreasing in
+    # p; near 1 - alpha one ulp of g spans many p at a tiny alpha and epsilon)
+    hi = max(0, math.ceil(2.0 / eps_c * math.log((m - 1) * target / (a - _SLACK))))
+    step = 1
+    while _g(hi, eps_c, m) < target:
+        hi, step = hi + step, 2 * step
+    lo, step = hi - 1, 1
+    while lo >= 0 and _g(lo, eps_c, m) >= target:
+        hi, lo, step = lo, lo - step, 2 * step
+    lo = max(lo, -1)  # g(lo) < target, or lo = -1: below every p
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _g(mid, eps_c, m) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return int(hi)
 
 
 def class_rank_schedule(
@@ -216,8 +237,10 @@ def _rank_star_at(sizes: np.ndarray, a: float, eps_c: float, m: int, pad: int) -
     :func:`class_rank_schedule`: ``ρ*(n) >= P``; the terms below are read as 0, which only
     lowers the sums). Where that is still :data:`_MAX_GRID` integers or more (a tiny ε and many
     points), each sum is :func:`dpuq.conformal._class_sums.g_sum_lower_bound` instead, at most
-    ``3ε/64`` below it: a rank that passes keeps its certificate, and is at most one above the
-    exact one. A size costs O(log n) and the memory is O(_MAX_GRID), whatever n and ε."""
+    ``3ε/64`` below it (up to float rounding, which the certificate's slack of 1e-9 absorbs): a
+    rank that passes keeps its certificate, and in exact arithmetic is at most one above the
+    exact one (the exact sums' own cumulative rounding moves ranks more at a tiny ε; both keep
+    the certificate). A size costs O(log n) and the memory is O(_MAX_GRID), whatever n and ε."""
     out = np.empty(sizes.size, dtype=np.int64)
     if sizes.size == 0:
         return out

@@ -101,3 +101,21 @@ def test_bad_settings_are_refused_by_name(change, match):
     kwargs.update(change)
     with pytest.raises((ValueError, TypeError), match=match):
         pilot_check(kwargs.pop("statistic"), kwargs.pop("rows"), **kwargs)
+
+
+def test_a_statistic_without_a_population_value_is_refused_and_missing_estimates_are_left_out():
+    rows = np.random.default_rng(8).normal(size=(4000, 2))
+
+    def nowhere(rows, sample_weight):
+        return np.nan
+
+    with pytest.raises(ValueError, match="no finite value on rows"):
+        pilot_check(nowhere, rows, statistic_bounds=(-1, 1), n=500, epsilon=1.0, reps=3)
+
+    def sometimes(rows, sample_weight):  # no value on a sample or subset whose first row < -2
+        x = np.asarray(rows)[:, 0]
+        return np.nan if x[0] < -2.0 else float(np.average(x, weights=sample_weight))
+
+    pc = pilot_check(sometimes, rows, statistic_bounds=(-1, 1), n=500, epsilon=2.0, reps=6,
+                     random_state=9)  # fmt: skip
+    assert np.isfinite(pc.bias[0]) and np.isfinite(pc.coverage_without_noise[0])

@@ -154,8 +154,9 @@ def _values(f, rows, n: int, lo, hi, vectorized: bool) -> np.ndarray:
 
 def _no_noise(full, sub_mean, sub_se, truth, z: float):
     """Bias, spread ratio and coverage without noise from per-sample rows (axis -2)."""
-    se = full.std(axis=-2, ddof=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, said below
+        se = np.nanstd(full, axis=-2, ddof=1)  # a sample where f has no value is left out
         bias = (np.nanmean(sub_mean, axis=-2) - truth) / se
         ratio = np.nanmean(sub_se, axis=-2) / se
         return bias, ratio, ndtr(z * ratio - bias) - ndtr(-z * ratio - bias)
@@ -226,6 +227,9 @@ def pilot_check(
     lo, hi, _ = _check_statistic_bounds(statistic_bounds)
     size, take = _sampler(rows)
     truth = _values(statistic, take(np.arange(size)), size, lo, hi, vectorized)
+    if not np.all(np.isfinite(truth)):
+        raise ValueError("statistic has no finite value on rows (the population): a pilot "
+                         "needs the population value it checks coverage of")  # fmt: skip
     rng = check_random_state(random_state)
     jackknife = interval_settings.get("bias_correction", True)
     p = lo.size
@@ -256,7 +260,8 @@ def pilot_check(
         )  # fmt: skip
         ok = np.isfinite(summ.theta)
         k = ok.sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a subset column without values
             sub_mean[r] = np.nanmean(np.where(ok, summ.theta, np.nan), axis=0)
             sub_se[r] = np.nanstd(np.where(ok, summ.theta, np.nan), axis=0, ddof=1) / np.sqrt(k)
     z = float(ndtri(1.0 - a / 2.0))

@@ -119,3 +119,30 @@ def test_a_statistic_without_a_population_value_is_refused_and_missing_estimates
     pc = pilot_check(sometimes, rows, statistic_bounds=(-1, 1), n=500, epsilon=2.0, reps=6,
                      random_state=9)  # fmt: skip
     assert np.isfinite(pc.bias[0]) and np.isfinite(pc.coverage_without_noise[0])
+
+
+def test_a_ledger_is_refused_and_n_is_capped_before_anything_is_drawn(tmp_path):
+    """An outside probe: a ledger passed through was charged once per simulated release (3
+    samples: 3.0 of ε), and n = 10^13 asked numpy for 72.8 TiB before any check."""
+    led = dpuq.Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=50.0)
+    public = np.random.default_rng(10).normal(size=(2000, 2))
+    f = statistics.standard_deviation(0)
+    kw = {"statistic_bounds": (0, 5), "epsilon": 1.0, "vectorized": True, "reps": 3}
+    with pytest.raises(ValueError, match="takes no dataset, ledger"):
+        pilot_check(f, public, n=2000, ledger=led, dataset="d", **kw)
+    assert led.status("d").spent_epsilon == 0.0 and led.releases("d") == []
+    with pytest.raises(ValueError, match="cells, more than the cap"):
+        pilot_check(f, public, n=10**13, **kw)
+
+
+def test_odd_statistics_are_refused_or_undetermined():
+    public = np.random.default_rng(11).normal(size=(3000, 1))
+    kw = {"statistic_bounds": (-5, 5), "n": 500, "epsilon": 1.0, "reps": 4, "random_state": 0}
+    with pytest.raises(ValueError, match="no finite value"):  # +inf was clamped to the bound
+        pilot_check(lambda r, w: np.inf, public, **kw)
+    with pytest.raises(ValueError, match="real numbers"):
+        pilot_check(lambda r, w: 1.0 + 1.0j, public, **kw)
+    pc = pilot_check(lambda r, w: 0.5, public, **kw)  # a constant: nothing to measure
+    assert pc.determined.tolist() == [False] and pc.assumptions_hold.tolist() == [False]
+    assert "UNDETERMINED" in pc.summary()

@@ -742,3 +742,28 @@ def test_an_epsilon_below_the_exact_samplers_floor_is_refused_before_the_charge(
             assert led.status("d").spent_epsilon > 0.0
             outcomes.append("released")
     assert outcomes[0] == "refused" and outcomes[-1] == "released"
+
+
+def test_thresholds_grids_and_the_studentized_settings_are_checked_before_the_charge(tmp_path):
+    """An outside probe: 3 million thresholds (or a 10-million-point grid) were charged and
+    then ran out of memory; the studentized CDF charged and then refused a half_width of -1,
+    or a median share whose epsilon fell below the exponential mechanism's floor."""
+    from dpuq import Ledger
+
+    led = Ledger(tmp_path / "l.sqlite")
+    led.create_budget("d", epsilon=5.0)
+    x = np.random.default_rng(0).uniform(size=3000)
+    kw = {"epsilon": 0.5, "bounds": (0, 1), "ledger": led, "dataset": "d"}
+    calls = [
+        (lambda: private_bootstrap_cdf(x, np.linspace(-1, 1, 200_001), **kw), "number of t"),
+        (lambda: private_bootstrap_cdf(x, np.linspace(-1, 1, 60_000), **kw), "thresholds"),
+        (lambda: private_bootstrap_cdf_grid(x, np.linspace(-1, 1, 200_001), **kw), "grid's size"),
+        (lambda: private_studentized_cdf(x, [0.0, 1.0], half_width=-1.0, **kw), "half_width"),
+        (lambda: private_studentized_cdf(x, [0.0], half_width=lambda m: np.nan, **kw),
+         "half_width"),
+        (lambda: private_studentized_cdf(x, 0.0, median_share=1e-12, **kw), "median_share"),
+    ]  # fmt: skip
+    for call, match in calls:
+        with pytest.raises(ValueError, match=match):
+            call()
+    assert led.status("d").spent_epsilon == 0.0

@@ -172,7 +172,7 @@ def private_bootstrap_cdf(
     what, seeded = f"private_bootstrap_cdf ({method})", random_state is not None
     settings = {"n": n, "statistic": stat.name, "method": method, "thresholds": int(tv.size)}
     if method == "ensemble":
-        ensemble_plan(n, stat, n_subsets, eps, n_resamples)  # settings before the charge
+        ensemble_plan(n, stat, n_subsets, eps, n_resamples, tv.size)  # before the charge
         check_laplace_epsilon(eps, dim=tv.size)  # one Laplace value per threshold
         charge(ledger, dataset, eps, what=what, seeded=seeded, settings=settings)
         kernel = RootKernel(stat, "basic", thresholds=tv)
@@ -317,11 +317,12 @@ def private_bootstrap_cdf_grid(
         g = default_grid(bnds, root, check_grid_size(n_grid))
     else:
         g = check_array_1d(grid, "grid")
+        check_grid_size(g.size, "the grid's size")  # each point costs an array column
         if np.any(np.diff(g) <= 0):
             raise ValueError("grid must be strictly increasing")
     rng = check_random_state(random_state)
     what = "private_bootstrap_cdf_grid"
-    ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)  # settings before the charge
+    ensemble_plan(data.size, stat, n_subsets, eps, n_resamples, g.size + 1)  # its cells
     check_laplace_epsilon(eps, dim=tree_shape(g.size)[1])  # one Laplace value per tree node
     charge(
         ledger, dataset, eps, what=what, random_state=random_state,

@@ -21,6 +21,7 @@ from dpuq._validation import (
     as_real_array,
     check_array_1d,
     check_epsilon,
+    check_grid_size,
     check_size,
     check_work,
 )
@@ -141,6 +142,7 @@ def _check_thresholds(t, name: str = "t") -> np.ndarray:
     if arr.ndim > 1:
         raise ValueError(f"{name} must be a number or a 1-d array, got shape {arr.shape}")
     check_array_1d(arr.reshape(-1), name)
+    check_grid_size(arr.size, f"the number of {name}")  # each one costs an array column
     return arr
 
 
@@ -196,10 +198,14 @@ def _prepare(x, bounds, epsilon, statistic, trim, clip, method="ensemble"):
     return data, check_bounds(bounds), eps, stat
 
 
-def ensemble_plan(n: int, stat, n_subsets, eps: float, n_resamples) -> tuple[int, int]:
+def ensemble_plan(
+    n: int, stat, n_subsets, eps: float, n_resamples, thresholds: int = 1
+) -> tuple[int, int]:
     """``(s, T)`` of the ensemble for public ``n``, every setting checked (data-free).
 
-    Releases call it before their ledger charge, so that a settings error costs nothing.
+    Releases call it before their ledger charge, so that a settings error costs nothing:
+    ``thresholds`` (the CDF's points, or a grid's cells) bound the ``T x thresholds``
+    comparisons of a subset and the ``s x thresholds`` table of their results.
     """
     s = resolve_n_subsets(n_subsets, n, eps)
     b = n // s
@@ -207,6 +213,10 @@ def ensemble_plan(n: int, stat, n_subsets, eps: float, n_resamples) -> tuple[int
         raise ValueError(f"trim={stat.trim} leaves no data in subsets of {b} points")
     tt = _resolve_resamples(n_resamples, DEFAULT_RESAMPLES)
     check_subset_work(s, tt)
+    k = int(thresholds)
+    for rows, name in ((tt, "n_resamples"), (s, "n_subsets")):
+        check_work(rows * k, f"{name} x thresholds = {rows:,} x {k:,}",
+                   "use fewer thresholds (t or the grid) or resamples")  # fmt: skip
     return s, tt
 
 

@@ -44,7 +44,7 @@ from numbers import Integral
 import numpy as np
 from scipy.special import ndtri
 
-from dpuq._validation import check_epsilon, check_in_open_unit
+from dpuq._validation import check_epsilon, check_in_open_unit, check_work
 from dpuq.inference._subsets import subset_summaries
 from dpuq.inference.general import JACKKNIFE_GROUPS
 from dpuq.inference.general_plan import _check_statistic_bounds
@@ -59,6 +59,8 @@ __all__ = ["ASSUMPTION_TOLERANCE", "PilotCheck", "pilot_check"]
 ASSUMPTION_TOLERANCE = 0.05
 #: Most samples a pilot draws.
 MAX_REPS = 10_000
+#: Settings of :func:`dpuq.private_confidence_interval` a pilot does not pass on.
+NOT_SETTINGS = frozenset({"ledger", "dataset"})
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,16 @@ class PilotCheck:
     @property
     def assumptions_hold(self) -> np.ndarray:
         """Per coordinate: False where the coverage without noise is below ``1 - alpha`` minus
-        :data:`ASSUMPTION_TOLERANCE` by more than twice its Monte Carlo SE (clearly short)."""
+        :data:`ASSUMPTION_TOLERANCE` by more than twice its Monte Carlo SE (clearly short), or
+        where the measures are undetermined (:attr:`determined`)."""
         short = 1.0 - self.alpha - ASSUMPTION_TOLERANCE - self.coverage_without_noise
-        return ~(short > 2.0 * self.coverage_without_noise_se)
+        return self.determined & ~(short > 2.0 * self.coverage_without_noise_se)
+
+    @property
+    def determined(self) -> np.ndarray:
+        """Per coordinate: whether the bias and spread ratio could be measured (False where
+        the statistic does not vary over the samples, or has no value on them)."""
+        return np.isfinite(self.bias) & np.isfinite(self.spread_ratio)
 
     def summary(self) -> str:
         """One line per coordinate, with a verdict."""
@@ -111,12 +120,14 @@ class PilotCheck:
             f"samples, {self.n_subsets} subsets of {self.subset_size} rows"
         ]
         for j in range(self.truth.size):
-            verdict = (
-                "assumptions hold"
-                if self.assumptions_hold[j]
-                else "OUTSIDE the assumptions: coverage rests on the noise, and falls as "
-                "epsilon grows"
-            )
+            if not self.determined[j]:
+                verdict = ("UNDETERMINED: the statistic does not vary over the samples, or has "
+                           "no value on them")  # fmt: skip
+            elif self.assumptions_hold[j]:
+                verdict = "assumptions hold"
+            else:
+                verdict = ("OUTSIDE the assumptions: coverage rests on the noise, and falls as "
+                           "epsilon grows")  # fmt: skip
             lines.append(
                 f"[{j}] coverage {self.coverage[j]:.3f} (SE {self.coverage_se[j]:.3f}, nominal "
                 f"{1 - self.alpha:g}), informative {self.informative[j]:.2f}, median width "
@@ -145,11 +156,14 @@ def _sampler(rows) -> tuple[int, Callable[[np.ndarray], object]]:
 def _values(f, rows, n: int, lo, hi, vectorized: bool) -> np.ndarray:
     """``f`` on all of ``rows`` (weight 1 each), as a ``(p,)`` array clamped to the bounds."""
     w = np.ones((1, n)) if vectorized else np.ones(n)
-    out = np.asarray(f(rows, w), dtype=float).reshape(-1)
+    out = np.asarray(f(rows, w))
+    if out.dtype.kind not in "biuf":
+        raise ValueError(f"statistic must return real numbers, got dtype {out.dtype}")
+    out = out.astype(float).reshape(-1)
     if out.size != lo.size:
         raise ValueError(f"statistic returned {out.size} values; statistic_bounds has "
                          f"{lo.size}")  # fmt: skip
-    return np.clip(out, lo, hi)
+    return out
 
 
 def _bias_and_ratio(full, sub_mean, sub_se, truth):
@@ -224,12 +238,19 @@ def pilot_check(
     a = check_in_open_unit(alpha, "alpha")
     eps = check_epsilon(epsilon)
     lo, hi, _ = _check_statistic_bounds(statistic_bounds)
+    owned = sorted(NOT_SETTINGS & set(interval_settings))
+    if owned:  # a pilot is a simulation: it charges no ledger and releases nothing
+        raise ValueError(f"pilot_check takes no {', '.join(owned)}: it is not a release (its "
+                         "simulated releases are charged to no ledger)")  # fmt: skip
+    rng = check_random_state(random_state)
     size, take = _sampler(rows)
+    width = 1 if np.ndim(rows) == 1 else int(np.shape(rows)[1])
+    check_work(n * width, f"a sample of n x columns = {n:,} x {width:,}", "use a smaller n")
     truth = _values(statistic, take(np.arange(size)), size, lo, hi, vectorized)
-    if not np.all(np.isfinite(truth)):
+    if not np.all(np.isfinite(truth)):  # before the clamp: +inf is no value either
         raise ValueError("statistic has no finite value on rows (the population): a pilot "
                          "needs the population value it checks coverage of")  # fmt: skip
-    rng = check_random_state(random_state)
+    truth = np.clip(truth, lo, hi)  # as the release clamps its estimates
     jackknife = interval_settings.get("bias_correction", True)
     p = lo.size
     covered, live, widths = (np.zeros((reps, p)) for _ in range(3))
@@ -252,7 +273,7 @@ def pilot_check(
         widths[r] = upper - lower
         details = cis[0].privacy_report.details
         s, b = int(details["n_subsets"]), int(details["subset_size"])
-        full[r] = _values(statistic, sample, n, lo, hi, vectorized)
+        full[r] = np.clip(_values(statistic, sample, n, lo, hi, vectorized), lo, hi)
         summ = subset_summaries(
             sample, statistic, lo, hi, n_subsets=s, n_resamples=0, vectorized=vectorized,
             rng=rng, jackknife_groups=min(JACKKNIFE_GROUPS, b) if jackknife else 0,

@@ -14,6 +14,7 @@ import numpy as np
 
 from dpuq._validation import (
     check_candidates,
+    check_epsilon,
     check_in_open_unit,
 )
 from dpuq.inference._data import UninformativeIntervalWarning
@@ -118,7 +119,7 @@ def private_studentized_cdf(
     rng = check_random_state(random_state)
     what = "private_studentized_cdf"
     # every setting before the charge: a refused setting costs nothing
-    s_plan, tt = ensemble_plan(data.size, stat, n_subsets, eps, n_resamples)
+    s_plan, tt = ensemble_plan(data.size, stat, n_subsets, eps, n_resamples, tv.size)
     n, b = data.size, data.size // s_plan
     if isinstance(half_width, str):
         if half_width != "auto":
@@ -131,8 +132,20 @@ def private_studentized_cdf(
     cand = np.linspace(0.0, 1.0, check_candidates(n_candidates))
     eps_each = eps / tv.size
     share = check_in_open_unit(median_share, "median_share")
-    # each threshold's clamped mean gets (1 - share) of its ε/k in Laplace noise
+    # each threshold's median gets share of its ε/k (the exponential mechanism's floor) and its
+    # clamped mean the rest, in Laplace noise
+    check_epsilon(share * eps_each, "median_share * epsilon / thresholds")
     check_laplace_epsilon((1.0 - share) * eps_each, what="each threshold's mean epsilon")
+    # a number is checked as _private_clamped_mean checks it; a callable at a public value
+    # (the middle of [0, 1], where the subsets' CDF values lie): a broken one fails here
+    probe = width(0.5) if callable(width) else width
+    try:
+        probe = float(probe)
+    except (TypeError, ValueError):
+        probe = math.nan
+    if not (math.isfinite(probe) and probe > 0):
+        raise ValueError(f"half_width must be finite and > 0 (or a function giving that), got "
+                         f"{probe!r} at 0.5")  # fmt: skip
     charge(
         ledger, dataset, eps, what=what, random_state=random_state,
         settings={"n": int(data.size), "statistic": stat.name, "thresholds": int(tv.size)},

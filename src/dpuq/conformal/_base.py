@@ -163,31 +163,16 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
 
         self.release_trail_ = release_trail(receipt, what)
 
-    def _release(self, scores, alpha: float, epsilon: float, rng):
-        """The marginal ε-DP threshold of these calibration scores (:func:`dpuq.calibrate`);
-        the caller charged the ledger."""
-        from dpuq.conformal.calibration import calibrate
-        from dpuq.privacy.ledger import CALLER_CHARGED
-
-        return calibrate(
-            scores,
-            alpha=alpha,
-            epsilon=epsilon,
-            n_bins=self.n_bins,
-            method=self.method,
-            random_state=rng,
-            ledger=CALLER_CHARGED,
-        )
-
-    def _release_charged(self, scores, alpha, epsilon, rng, ledger, dataset, what, settings):
-        """:meth:`_release` charged by :func:`dpuq.calibrate` itself under this estimator's
-        name and settings (ε, or 0 when public quantities alone decide the release)."""
+    def _release_charged(self, release, epsilon, ledger, dataset, what, settings):
+        """``release(ledger, dataset)`` (a dpuq release function's call) charged by that
+        release itself, after all its own checks, under this estimator's name and settings (ε,
+        or 0 when public quantities alone decide the release). Returns it and the receipt."""
         from dpuq.privacy._ledger_gate import _DeferredCharge
-        from dpuq.privacy.ledger import Ledger, charge
+        from dpuq.privacy.ledger import CALLER_CHARGED, Ledger, charge
 
         if ledger is None and dataset is None:
             charge(None, None, epsilon, what=what, random_state=self.random_state)  # required?
-            return self._release(scores, alpha, epsilon, rng), None
+            return release(CALLER_CHARGED, None), None
         if dataset is None:
             raise ValueError("ledger= needs dataset= (the name of the data set being released)")
         if not isinstance(ledger, Ledger):
@@ -196,13 +181,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             ledger, dataset, what=what, output=None, seeded=self.random_state is not None,
             settings=settings, note=None, status="spent",
         )  # fmt: skip
-        from dpuq.conformal.calibration import calibrate
-
-        cal = calibrate(
-            scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins, method=self.method,
-            random_state=rng, ledger=hook, dataset=dataset,
-        )  # fmt: skip
-        return cal, hook.receipt
+        return release(hook, dataset), hook.receipt
 
     def _charge_and_release(
         self,
@@ -219,46 +198,38 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         settings,
         labels_name="labels",
     ):
-        """Validate lazy input, charge the ledger, then release: the steps both estimators
-        share.
+        """Validate lazy input, then release, charged by the release after its own checks: the
+        steps both estimators share.
 
         ``labels`` None: one marginal threshold (:func:`dpuq.calibrate`, one or several
         levels); otherwise one threshold per class or group (:func:`dpuq.calibrate_by_class`
         with ``n_labels`` classes). The caller has checked every setting and every in-memory
         input; lazy (Dask) scores and labels are checked here, chunk-wise, before the charge
         (:func:`dpuq.scale._dask.validate_lazy`): a malformed label costs no ε on Dask either.
-        Returns the release and the ledger's receipt.
+        The release's own data-free checks (bins, the work cap, the class schedule) also come
+        before the charge. Returns the release and the ledger's receipt.
         """
+        from dpuq.conformal.calibration import calibrate
         from dpuq.conformal.class_conditional import calibrate_by_class
-        from dpuq.privacy.ledger import CALLER_CHARGED, charge
         from dpuq.scale.sources import is_dask_collection
 
         if is_dask_collection(scores):
             from dpuq.scale._dask import validate_lazy
 
             validate_lazy(scores, labels, n_labels, labels_name=labels_name)
-        if labels is None:  # the release charges what it costs: 0 when public quantities decide
-            return self._release_charged(scores, alpha, epsilon, rng, ledger, dataset, what,
-                                         settings)  # fmt: skip
-        receipt = charge(
-            ledger,
-            dataset,
-            epsilon,
-            what=what,
-            random_state=self.random_state,
-            settings=settings,
-        )
-        cal = calibrate_by_class(
-            scores,
-            labels,
-            n_labels,
-            alpha=alpha,
-            epsilon=epsilon,
-            n_bins=self.n_bins,
-            random_state=rng,
-            ledger=CALLER_CHARGED,
-        )
-        return cal, receipt
+
+        def release(charged, name):
+            if labels is None:  # charges what it costs: 0 when public quantities decide
+                return calibrate(
+                    scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins,
+                    method=self.method, random_state=rng, ledger=charged, dataset=name,
+                )  # fmt: skip
+            return calibrate_by_class(
+                scores, labels, n_labels, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins,
+                random_state=rng, ledger=charged, dataset=name,
+            )  # fmt: skip
+
+        return self._release_charged(release, epsilon, ledger, dataset, what, settings)
 
     def _store_release(self, cal, report, receipt, what: str) -> None:
         """Keep the release (with its final privacy report) and its paper trail: the fitted

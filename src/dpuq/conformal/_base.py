@@ -56,6 +56,58 @@ def _hide_deprecated_kwargs(init):
     return init
 
 
+def check_features(X, name: str = "X"):
+    """``X`` unchanged, once it is an array of at least 2 dimensions (rows first) of numbers.
+
+    Runs before the wrapped model sees ``X``, which is a person's features: a model's own
+    error can quote them (scikit-learn's "Expected 2D array, got 1D array instead:
+    array=[...]", or the string it could not convert), so those cases are refused here, by
+    name, with the shape at most. Numbers: a real or boolean dtype, or an object/string array
+    whose entries all convert to float (as scikit-learn converts them); complex data and
+    anything else are refused (encode text and categories before the estimator). Finite values
+    are not required (some models take NaN; theirs are not errors that quote values). Sparse
+    matrices, torch tensors (shape only: a network may take images) and Dask collections
+    (checked block by block, where the blocks are scored) pass through unconverted.
+
+    Examples
+    --------
+    >>> check_features([[0.5, 1.0]])  # returned as given
+    [[0.5, 1.0]]
+    >>> check_features(np.array([0.2941234, 1.5]), "X_cal")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: X_cal must be 2-dimensional (n_samples, n_features), got shape (2,). Reshape ...
+    """
+    from scipy import sparse
+
+    from dpuq._validation import to_ndarray
+    from dpuq.scale.sources import is_dask_collection
+
+    if is_dask_collection(X) or sparse.issparse(X):
+        return X
+    torch_tensor = type(X).__module__.split(".")[0] == "torch" and hasattr(X, "is_complex")
+    arr = X if torch_tensor else to_ndarray(X, name)
+    if arr.ndim < 2:
+        raise ValueError(
+            f"{name} must be 2-dimensional (n_samples, n_features), got shape "
+            f"{tuple(arr.shape)}. Reshape your data: {name}.reshape(-1, 1) for one feature, "
+            f"{name}.reshape(1, -1) for one sample"
+        )
+    kind = "c" if torch_tensor and X.is_complex() else "f" if torch_tensor else arr.dtype.kind
+    if kind == "c":
+        raise ValueError(f"{name}: Complex data not supported; pass real numbers")
+    if kind in "OUS":
+        try:
+            arr.astype(np.float64)
+        except (TypeError, ValueError):  # their messages quote the entry: data, never shown
+            raise ValueError(
+                f"{name} has entries that are not numbers (none is shown: they are data); "
+                "encode text and categories before the estimator"
+            ) from None
+    elif kind not in "biuf":
+        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    return X
+
+
 def _clone_model(est):
     """An unfitted copy of ``est``: scikit-learn's ``clone`` or a deep copy."""
     from sklearn.base import clone
@@ -111,6 +163,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         (test data), never on the calibration set.
         """
         if not hasattr(self, "threshold_"):
+            check_features(X)
             model = self._model()
             if not hasattr(model, "score"):
                 raise TypeError(

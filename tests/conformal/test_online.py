@@ -226,8 +226,9 @@ def test_an_automatic_block_beyond_the_cap_is_refused_before_the_charge(tmp_path
     led = Ledger(tmp_path / "l.sqlite")
     led.create_budget("d", epsilon=10.0)
     with pytest.raises(ValueError, match="block_size='auto' is 222,222,222,223 persons"):
-        dpuq.online_conformal_thresholds(np.full(50, 0.5), alpha=0.1, epsilon=1e-5,
-                                         ledger=led, dataset="d")  # fmt: skip
+        dpuq.online_conformal_thresholds(
+            np.full(50, 0.5), alpha=0.1, epsilon=1e-5, ledger=led, dataset="d"
+        )
     assert led.status("d").spent_epsilon == 0.0
 
 
@@ -240,8 +241,15 @@ def test_the_thresholds_take_memory_in_the_stream_not_in_the_block():
 
     tracemalloc.start()
     try:  # the tracker itself: the public function no longer runs it when no block completes
-        t, _ = _tracker_thresholds(np.linspace(0, 1, 50), alpha=0.1, epsilon=1.0, step=0.01,
-                                   block_size=10**8, initial=0.5, root=0)  # fmt: skip
+        t, _ = _tracker_thresholds(
+            np.linspace(0, 1, 50),
+            alpha=0.1,
+            epsilon=1.0,
+            step=0.01,
+            block_size=10**8,
+            initial=0.5,
+            root=0,
+        )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -280,8 +288,81 @@ def test_one_block_before_the_last_person_is_a_charged_release(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", dpuq.UninformativeReleaseWarning)
         t = dpuq.online_conformal_thresholds(
-            _drifting(40), 0.1, 1.0, block_size=39, initial=0.3, random_state=0,
-            ledger=ledger, dataset="s",
-        )  # fmt: skip
+            _drifting(40),
+            0.1,
+            1.0,
+            block_size=39,
+            initial=0.3,
+            random_state=0,
+            ledger=ledger,
+            dataset="s",
+        )
     assert np.all(t[:39] == 0.3) and t[39] != 0.3
     assert ledger.status("s").spent_epsilon == pytest.approx(1.0)
+
+
+def test_a_model_whose_output_does_not_fit_the_score_is_refused_before_the_charge(tmp_path):
+    """Probe D7: CQR with one point model charged at start(), then every update and
+    predict_interval failed. Its output shape is probed on a public row of zeros first."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("d", epsilon=5.0)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
+    point, quantiles = Ridge().fit(X, y), Ridge().fit(X, np.column_stack((y - 1, y + 1)))
+    for est, shape in (
+        (
+            PrivateOnlineConformalRegressor(
+                point, epsilon=0.3, bound=3.0, conformity_score="cqr", block_size=3
+            ),
+            r"\(1,\)",
+        ),
+        (PrivateOnlineConformalRegressor(quantiles, epsilon=0.3, bound=3.0), r"\(1, 2\)"),
+        (
+            PrivateOnlineConformalRegressor(
+                (quantiles, point), epsilon=0.3, bound=3.0, conformity_score="cqr"
+            ),
+            r"\(1, 2\), \(1,\)",
+        ),
+    ):
+        with pytest.raises(ValueError, match=f"conformity_score=.*returned shape.*{shape}"):
+            est.start(ledger=ledger, dataset="d")
+        assert not hasattr(est, "tracker_")
+    assert ledger.status("d").spent_epsilon == 0.0
+    # the outputs each score needs pass; so do models the probe cannot run (no width given,
+    # or an unknown category on the row of zeros): their first rows decide, as before
+    categories = make_pipeline(OneHotEncoder(), Ridge()).fit([[1.0], [2.0]], [0.0, 1.0])
+    for est in (
+        PrivateOnlineConformalRegressor(quantiles, epsilon=0.3, bound=3.0, conformity_score="cqr"),
+        PrivateOnlineConformalRegressor(
+            (point, point), epsilon=0.3, bound=3.0, conformity_score="cqr"
+        ),
+        PrivateOnlineConformalRegressor(point, epsilon=0.3, bound=3.0),
+        PrivateOnlineConformalRegressor(
+            point.predict, epsilon=0.3, bound=3.0, conformity_score="cqr"
+        ),
+        PrivateOnlineConformalRegressor(categories, epsilon=0.3, bound=3.0),
+    ):
+        est.start(ledger=ledger, dataset="d")
+    assert ledger.status("d").spent_epsilon == pytest.approx(1.5)
+    reg = PrivateOnlineConformalRegressor(
+        quantiles, epsilon=0.3, bound=3.0, conformity_score="cqr", random_state=0
+    )
+    assert reg.update(X, y).predict_interval(X[:2]).sets.shape == (2, 2)
+
+
+def test_the_offline_regressor_refuses_a_mismatched_model_before_the_charge(tmp_path):
+    """PrivateConformalRegressor scores the calibration rows before its charge: the same
+    mismatch costs nothing there (a guard, not a change)."""
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("d", epsilon=5.0)
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    reg = dpuq.PrivateConformalRegressor(
+        Ridge().fit(X, y), epsilon=1.0, bound=3.0, conformity_score="cqr"
+    )
+    with pytest.raises(ValueError, match=r"shape \(n, 2\)"):
+        reg.conformalize(X, y, ledger=ledger, dataset="d")
+    assert ledger.status("d").spent_epsilon == 0.0

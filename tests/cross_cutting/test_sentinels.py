@@ -92,6 +92,12 @@ def _identity(X):
     return X
 
 
+def _ridge():
+    from sklearn.linear_model import Ridge
+
+    return Ridge().fit(np.eye(3), [0.0, 1.0, 2.0])
+
+
 CASES = {
     "cli scores out of [0, 1]": _cli_scores_out_of_range,
     "cli labels outside the classes": _cli_bad_labels,
@@ -105,6 +111,12 @@ CASES = {
     "calibrate_by_class labels": lambda d: dpuq.calibrate_by_class(
         np.full(N, 0.123456789), _labels_with_sentinels(), 3, alpha=0.1, epsilon=1.0
     ),
+    "conformalize 1-d features": lambda d: dpuq.PrivateConformalRegressor(
+        _ridge(), epsilon=1.0, bound=1.0
+    ).conformalize(np.full(3, 0.123456789), np.zeros(3)),
+    "online update 1-d features": lambda d: dpuq.PrivateOnlineConformalRegressor(
+        _ridge(), epsilon=1.0, bound=1.0
+    ).update(np.full(3, 0.123456789), np.zeros(3)),
     "conformalize unknown labels": lambda d: dpuq.PrivateConformalClassifier(
         _identity, epsilon=1.0
     ).conformalize(_probs(), _labels_with_sentinels()),

@@ -25,7 +25,6 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
     from dpuq.conformal.class_conditional import calibrate_by_class
     from dpuq.conformal.release_io import calibration_record
     from dpuq.io import read_vector
-    from dpuq.privacy.ledger import CALLER_CHARGED
 
     if input_mode(args) != "classification":
         raise ValueError("--class-conditional needs --probs FILE and --labels FILE")
@@ -36,7 +35,8 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
     check_labels(labels, meta["n_classes"], scores.shape[0], "--labels")  # before the charge
     seeded = args.seed is not None
     what = f"dpuq calibrate --class-conditional (classification, score {meta['score']['name']})"
-    # the same order as every release: lock the output, charge the ledger, release, write
+    # lock the output, release, write; deferred: charged by the release after its own checks
+    # (bins, the work cap on n_classes x n_bins, the schedule), so a refused setting costs nothing
     settings = {
         "alpha": alpha,
         "n": int(scores.shape[0]),
@@ -44,7 +44,7 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
         "method": "certified (class-conditional)",
         "score": meta["score"]["name"],
     }
-    with charged_release(out, args, epsilon, what, settings) as (pending, receipt):
+    with charged_release(out, args, epsilon, what, settings, deferred=True) as (pending, hook):
         cal = calibrate_by_class(
             scores,
             labels,
@@ -53,11 +53,11 @@ def run_calibrate(args: argparse.Namespace, out, alpha: float, epsilon: float) -
             epsilon=epsilon,
             n_bins=args.bins,
             random_state=args.seed,
-            ledger=CALLER_CHARGED,
+            ledger=hook,
+            dataset=args.dataset,
         )
-        write_release(
-            pending, args, what, receipt, {**calibration_record(cal, **meta), "seeded": seeded}
-        )
+        record = {**calibration_record(cal, **meta), "seeded": seeded}
+        write_release(pending, args, what, hook.receipt, record)
     shown = ", ".join(f"{t:.4g}" for t in cal.thresholds)
     print(
         f"released {cal.n_classes} class thresholds [{shown}] from n = {cal.n} calibration "

@@ -56,6 +56,58 @@ def _hide_deprecated_kwargs(init):
     return init
 
 
+def check_features(X, name: str = "X"):
+    """``X`` unchanged, once it is an array of at least 2 dimensions (rows first) of numbers.
+
+    Runs before the wrapped model sees ``X``, which is a person's features: a model's own
+    error can quote them (scikit-learn's "Expected 2D array, got 1D array instead:
+    array=[...]", or the string it could not convert), so those cases are refused here, by
+    name, with the shape at most. Numbers: a real or boolean dtype, or an object/string array
+    whose entries all convert to float (as scikit-learn converts them); complex data and
+    anything else are refused (encode text and categories before the estimator). Finite values
+    are not required (some models take NaN; theirs are not errors that quote values). Sparse
+    matrices, torch tensors (shape only: a network may take images) and Dask collections
+    (checked block by block, where the blocks are scored) pass through unconverted.
+
+    Examples
+    --------
+    >>> check_features([[0.5, 1.0]])  # returned as given
+    [[0.5, 1.0]]
+    >>> check_features(np.array([0.2941234, 1.5]), "X_cal")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: X_cal must be 2-dimensional (n_samples, n_features), got shape (2,). Reshape ...
+    """
+    from scipy import sparse
+
+    from dpuq._validation import to_ndarray
+    from dpuq.scale.sources import is_dask_collection
+
+    if is_dask_collection(X) or sparse.issparse(X):
+        return X
+    torch_tensor = type(X).__module__.split(".")[0] == "torch" and hasattr(X, "is_complex")
+    arr = X if torch_tensor else to_ndarray(X, name)
+    if arr.ndim < 2:
+        raise ValueError(
+            f"{name} must be 2-dimensional (n_samples, n_features), got shape "
+            f"{tuple(arr.shape)}. Reshape your data: {name}.reshape(-1, 1) for one feature, "
+            f"{name}.reshape(1, -1) for one sample"
+        )
+    kind = "c" if torch_tensor and X.is_complex() else "f" if torch_tensor else arr.dtype.kind
+    if kind == "c":
+        raise ValueError(f"{name}: Complex data not supported; pass real numbers")
+    if kind in "OUS":
+        try:
+            arr.astype(np.float64)
+        except (TypeError, ValueError):  # their messages quote the entry: data, never shown
+            raise ValueError(
+                f"{name} has entries that are not numbers (none is shown: they are data); "
+                "encode text and categories before the estimator"
+            ) from None
+    elif kind not in "biuf":
+        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    return X
+
+
 def _clone_model(est):
     """An unfitted copy of ``est``: scikit-learn's ``clone`` or a deep copy."""
     from sklearn.base import clone
@@ -111,6 +163,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         (test data), never on the calibration set.
         """
         if not hasattr(self, "threshold_"):
+            check_features(X)
             model = self._model()
             if not hasattr(model, "score"):
                 raise TypeError(
@@ -163,31 +216,16 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
 
         self.release_trail_ = release_trail(receipt, what)
 
-    def _release(self, scores, alpha: float, epsilon: float, rng):
-        """The marginal ε-DP threshold of these calibration scores (:func:`dpuq.calibrate`);
-        the caller charged the ledger."""
-        from dpuq.conformal.calibration import calibrate
-        from dpuq.privacy.ledger import CALLER_CHARGED
-
-        return calibrate(
-            scores,
-            alpha=alpha,
-            epsilon=epsilon,
-            n_bins=self.n_bins,
-            method=self.method,
-            random_state=rng,
-            ledger=CALLER_CHARGED,
-        )
-
-    def _release_charged(self, scores, alpha, epsilon, rng, ledger, dataset, what, settings):
-        """:meth:`_release` charged by :func:`dpuq.calibrate` itself under this estimator's
-        name and settings (ε, or 0 when public quantities alone decide the release)."""
+    def _release_charged(self, release, epsilon, ledger, dataset, what, settings):
+        """``release(ledger, dataset)`` (a dpuq release function's call) charged by that
+        release itself, after all its own checks, under this estimator's name and settings (ε,
+        or 0 when public quantities alone decide the release). Returns it and the receipt."""
         from dpuq.privacy._ledger_gate import _DeferredCharge
-        from dpuq.privacy.ledger import Ledger, charge
+        from dpuq.privacy.ledger import CALLER_CHARGED, Ledger, charge
 
         if ledger is None and dataset is None:
             charge(None, None, epsilon, what=what, random_state=self.random_state)  # required?
-            return self._release(scores, alpha, epsilon, rng), None
+            return release(CALLER_CHARGED, None), None
         if dataset is None:
             raise ValueError("ledger= needs dataset= (the name of the data set being released)")
         if not isinstance(ledger, Ledger):
@@ -196,13 +234,7 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
             ledger, dataset, what=what, output=None, seeded=self.random_state is not None,
             settings=settings, note=None, status="spent",
         )  # fmt: skip
-        from dpuq.conformal.calibration import calibrate
-
-        cal = calibrate(
-            scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins, method=self.method,
-            random_state=rng, ledger=hook, dataset=dataset,
-        )  # fmt: skip
-        return cal, hook.receipt
+        return release(hook, dataset), hook.receipt
 
     def _charge_and_release(
         self,
@@ -219,46 +251,38 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         settings,
         labels_name="labels",
     ):
-        """Validate lazy input, charge the ledger, then release: the steps both estimators
-        share.
+        """Validate lazy input, then release, charged by the release after its own checks: the
+        steps both estimators share.
 
         ``labels`` None: one marginal threshold (:func:`dpuq.calibrate`, one or several
         levels); otherwise one threshold per class or group (:func:`dpuq.calibrate_by_class`
         with ``n_labels`` classes). The caller has checked every setting and every in-memory
         input; lazy (Dask) scores and labels are checked here, chunk-wise, before the charge
         (:func:`dpuq.scale._dask.validate_lazy`): a malformed label costs no ε on Dask either.
-        Returns the release and the ledger's receipt.
+        The release's own data-free checks (bins, the work cap, the class schedule) also come
+        before the charge. Returns the release and the ledger's receipt.
         """
+        from dpuq.conformal.calibration import calibrate
         from dpuq.conformal.class_conditional import calibrate_by_class
-        from dpuq.privacy.ledger import CALLER_CHARGED, charge
         from dpuq.scale.sources import is_dask_collection
 
         if is_dask_collection(scores):
             from dpuq.scale._dask import validate_lazy
 
             validate_lazy(scores, labels, n_labels, labels_name=labels_name)
-        if labels is None:  # the release charges what it costs: 0 when public quantities decide
-            return self._release_charged(scores, alpha, epsilon, rng, ledger, dataset, what,
-                                         settings)  # fmt: skip
-        receipt = charge(
-            ledger,
-            dataset,
-            epsilon,
-            what=what,
-            random_state=self.random_state,
-            settings=settings,
-        )
-        cal = calibrate_by_class(
-            scores,
-            labels,
-            n_labels,
-            alpha=alpha,
-            epsilon=epsilon,
-            n_bins=self.n_bins,
-            random_state=rng,
-            ledger=CALLER_CHARGED,
-        )
-        return cal, receipt
+
+        def release(charged, name):
+            if labels is None:  # charges what it costs: 0 when public quantities decide
+                return calibrate(
+                    scores, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins,
+                    method=self.method, random_state=rng, ledger=charged, dataset=name,
+                )  # fmt: skip
+            return calibrate_by_class(
+                scores, labels, n_labels, alpha=alpha, epsilon=epsilon, n_bins=self.n_bins,
+                random_state=rng, ledger=charged, dataset=name,
+            )  # fmt: skip
+
+        return self._release_charged(release, epsilon, ledger, dataset, what, settings)
 
     def _store_release(self, cal, report, receipt, what: str) -> None:
         """Keep the release (with its final privacy report) and its paper trail: the fitted

@@ -24,12 +24,18 @@ from dpuq._validation import (
     check_alpha,
     check_epsilon,
     check_labels,
+    check_n_bins,
     check_positive_int,
     check_scores,
 )
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.conformal.class_levels import auto_class_bins, class_rank_knots
-from dpuq.mechanisms.class_thresholds import check_rank_schedule, class_thresholds, rank_at
+from dpuq.mechanisms.class_thresholds import (
+    check_class_table,
+    check_rank_schedule,
+    class_thresholds,
+    rank_at,
+)
 from dpuq.mechanisms.randomness import RandomState
 from dpuq.privacy.ledger import CALLER_CHARGED, charge
 from dpuq.privacy.report import PrivacyReport, Relation
@@ -172,9 +178,10 @@ def calibrate_by_class(
     if isinstance(n_bins, str):
         if n_bins != "auto":
             raise ValueError(f"n_bins must be 'auto' or an integer >= 2, got {n_bins!r}")
-        m = auto_class_bins(n, k, a, eps)
+        m = auto_class_bins(n, k, a, eps)  # within the work cap (K alone refused by name)
     else:
-        m = check_positive_int(n_bins, "n_bins", minimum=2)
+        m = check_n_bins(n_bins)
+    check_class_table(k, m)  # the (K, m) counts (Dask: on every worker too), before the charge
     # knots, not a table of n + 1 ranks: O(2^15 log n) public numbers on the client
     schedule, pad = class_rank_knots(n, alpha=a, epsilon=eps, n_bins=m)
     check_rank_schedule(schedule, pad)  # the privacy proof's assumptions, before the charge

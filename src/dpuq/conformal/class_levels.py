@@ -43,11 +43,13 @@ import math
 
 import numpy as np
 
-from dpuq._validation import check_alpha, check_epsilon, check_positive_int
+from dpuq._validation import MAX_WORK, check_alpha, check_epsilon, check_positive_int
+from dpuq.conformal._class_bins import _expected_uniform_threshold
 from dpuq.conformal._class_sums import PrefixSums, g_sum_lower_bound
 from dpuq.conformal._class_sums import g as _g
 
 __all__ = [
+    "MIN_AUTO_BINS",
     "auto_class_bins",
     "class_padding",
     "class_rank_knots",
@@ -57,14 +59,16 @@ __all__ = [
 
 #: Certificates are compared with ``1 - alpha + _SLACK`` so float rounding never decides.
 _SLACK = 1e-9
-#: Candidate bin counts for :func:`auto_class_bins`: 40 log-spaced values from 4 up to
-#: ``max(2000, 10 * n/K)`` (at most 10^6).
-_GRID_POINTS = 40
+#: Candidate bin counts for :func:`auto_class_bins`: 40 log-spaced values from
+#: :data:`MIN_AUTO_BINS` (the fewest it picks) up to ``max(2000, 10 * n/K)`` (at most 10^6),
+#: and at most ``MAX_WORK // K`` (the release's (K, m) table of counts within the work cap).
+_GRID_POINTS, MIN_AUTO_BINS = 40, 4
 
 
-def _bin_grid(typical: int) -> np.ndarray:
+def _bin_grid(typical: int, n_classes: int = 2) -> np.ndarray:
     top = min(10**6, max(2000, 10 * typical))
-    return np.unique(np.round(np.geomspace(4, top, _GRID_POINTS)).astype(int))
+    grid = np.unique(np.round(np.geomspace(MIN_AUTO_BINS, top, _GRID_POINTS)).astype(int))
+    return grid[grid * n_classes <= MAX_WORK]
 
 
 #: Smallest alpha the class-level planning takes: ten times :data:`_SLACK`, so that the target
@@ -368,58 +372,14 @@ def _smallest_ranks(sums: PrefixSums, n0: int, n1: int, a: float, pad: int, prev
     return hi
 
 
-def _rank_star(n: int, alpha: float, epsilon_class: float, m: int, pad: int) -> int:
-    """``ρ*(n)`` alone, by bisection on integers, for the bin search only (the mechanism's
-    schedule comes from :func:`class_rank_schedule`). Uses the certified method's rounded-down
-    certificate (:func:`dpuq.planning.levels._cert`, ranks 1..n) plus the top-rank term."""
-    from dpuq.planning.levels import _cert
-
-    def ok(r: int) -> bool:
-        top = float(_g(r - n, epsilon_class, m)) / (n + 1)
-        below = _cert(n, float(r), epsilon_class, m) if n else 0.0
-        return below + top >= 1.0 - alpha + _SLACK
-
-    lo, hi = -1, n + pad  # ok(n + pad) holds: every term is >= g(pad) >= 1 - alpha
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return hi
-
-
-def _even_counts(n: int, edges: np.ndarray) -> np.ndarray:
-    """Bin counts of the ``n`` evenly spread scores ``(i + 1/2)/n`` without forming them:
-    ``#{i : (i + 1/2)/n <= e_j}`` from its closed form, corrected against the same float
-    expression (monotone in i), so that the counts equal ``bincount(bin_index(...))``."""
-    if n == 0:
-        return np.zeros(edges.size, dtype=np.int64)
-    c = np.clip(np.floor(edges * n - 0.5).astype(np.int64) + 1, 0, n)
-    for _ in range(4):  # the guess is off by at most one; each pass fixes one step
-        c = c + ((c < n) & ((c + 0.5) / n <= edges))
-        c = c - ((c > 0) & ((c - 1 + 0.5) / n > edges))
-    return np.diff(np.concatenate(([0], c)))
-
-
-def _expected_uniform_threshold(n: int, alpha: float, epsilon: float, m: int) -> float:
-    """``E[T]`` of one class of ``n`` evenly spread scores, from the exact law."""
-    from dpuq.mechanisms.class_thresholds import RankKnots, _class_log_weights
-    from dpuq.mechanisms.quantile import bin_edges
-
-    pad = class_padding(alpha, epsilon, m)
-    rank = _rank_star(n, alpha, epsilon / 2.0, m, pad)
-    schedule = RankKnots(np.array([0, n]), np.array([rank, rank]))  # ρ(n) = rank, O(1)
-    edges = bin_edges(m)
-    counts = _even_counts(n, edges)[None, :]
-    lw = _class_log_weights(counts, schedule, pad, epsilon)[0]
-    p = np.exp(lw - lw.max())
-    return float(p @ edges / p.sum())
-
-
 def auto_class_bins(n: int, n_classes: int, alpha: float, epsilon: float) -> int:
     """Data-free bins for class-conditional sets: the m of a log-spaced grid (4 to
     ``max(2000, 10 n/K)``) that minimises the expected threshold of a class of ``n / K``
     evenly spread scores under the exact law (ties: the smaller m).
 
     One m for all classes, from public ``n`` and ``K`` only (a per-class m would read ``n_y``).
+    The grid stops at ``MAX_WORK // K`` (:data:`dpuq._validation.MAX_WORK`): the release
+    holds a (K, m) table of counts. ``K`` above ``MAX_WORK // 4`` is refused by name.
 
     Examples
     --------
@@ -430,10 +390,15 @@ def auto_class_bins(n: int, n_classes: int, alpha: float, epsilon: float) -> int
     k = check_positive_int(n_classes, "n_classes", minimum=2)
     a, eps_c, _ = _check(alpha, epsilon, 2)
     typical = max(1, n // k)
-    grid = _bin_grid(typical)
+    grid = _bin_grid(typical, k)
+    if grid.size == 0:  # K alone is beyond the cap: even the fewest bins make too many cells
+        from dpuq.mechanisms.class_thresholds import check_class_table
+
+        check_class_table(k, MIN_AUTO_BINS)
     best, best_m = math.inf, int(grid[0])
     for m in grid:
-        value = _expected_uniform_threshold(typical, a, 2.0 * eps_c, int(m))
+        pad = class_padding(a, 2.0 * eps_c, int(m))
+        value = _expected_uniform_threshold(typical, a, 2.0 * eps_c, int(m), pad, _SLACK)
         if value < best - 1e-12:
             best, best_m = value, int(m)
     return best_m

@@ -11,6 +11,7 @@ from dpuq.conformal._base import (
     _deprecated_score_alias,
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
+    check_features,
 )
 from dpuq.conformal.class_conditional import class_prediction_sets
 from dpuq.conformal.outputs import ConformalPrediction
@@ -148,8 +149,10 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         return cls(LogitsModel(model, temperature), **params)
 
     # ------------------------------------------------------------------ helpers
-    def _proba(self, X) -> np.ndarray:
+    def _proba(self, X, name: str = "X") -> np.ndarray:
+        """The model's class probabilities on ``X`` (named ``name`` in errors), checked."""
         est = self._model()
+        check_features(X, name)  # before the model: its errors can quote the features
         if hasattr(est, "predict_proba"):
             probs = est.predict_proba(X)
         elif callable(est):
@@ -225,7 +228,8 @@ class PrivateConformalClassifier(_PrivateConformalBase):
             if xb.shape[0] == 0:
                 return np.empty(0)
             u = None if seed is None else row_uniforms(seed, start, start + xb.shape[0])
-            return self._score_matrix(self._proba(xb), self._label_index(yb), uniforms=u)
+            probs = self._proba(xb, "X_cal")
+            return self._score_matrix(probs, self._label_index(yb), uniforms=u)
 
         def block_labels(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
             return self._label_index(yb).astype(np.int64)
@@ -246,7 +250,7 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         return self
 
     def _calibration_scores(self, X_cal, y_cal, rng) -> tuple[np.ndarray, np.ndarray]:
-        probs = self._proba(X_cal)
+        probs = self._proba(X_cal, "X_cal")
         if not hasattr(self, "classes_"):
             self._set_classes(n_columns=probs.shape[1])
         if len(np.asarray(y_cal)) != probs.shape[0]:

@@ -16,6 +16,7 @@ pickling is refused until the block is complete.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -296,6 +297,49 @@ class PrivateOnlineConformalRegressor(_OnlineMixin, PrivateConformalRegressor):
             )
         if not all(hasattr(m, "predict") or callable(m) for m in models):
             raise TypeError("estimator(s) must have predict or be callable")
+        self._probe_outputs(models)
+
+    def _probe_outputs(self, models) -> None:
+        """The output shape the score needs, on a public row of zeros, before the charge.
+
+        As the classifier runs its score on a dummy row: nothing here is data. ``"cqr"`` needs
+        (n, 2) from one model or (n,) from each of a pair, ``"absolute"`` (n,); a mismatch made
+        every ``update`` and ``predict_interval`` fail after ``start`` had charged. The row is
+        ``n_features_in_`` wide (a DataFrame with the model's ``feature_names_in_``); a model
+        that gives no width, or cannot predict on zeros (e.g. an unknown category), is not
+        probed, and its first rows show a mismatch.
+        """
+        widths = {getattr(m, "n_features_in_", None) for m in models} - {None}
+        if len(widths) != 1:
+            return
+        row = np.zeros((1, int(widths.pop())))
+        names = getattr(models[0], "feature_names_in_", None)
+        if names is not None:
+            try:
+                import pandas as pd
+
+                row = pd.DataFrame(row, columns=list(names))
+            except ImportError:
+                pass
+        with warnings.catch_warnings():  # the model's warnings about a row of zeros
+            warnings.simplefilter("ignore")
+            try:
+                shapes = [np.shape(self._call(m, row)) for m in models]
+            except Exception:  # it cannot predict on zeros: not probed (no data in it)
+                return
+        one = self.conformity_score == "cqr" and len(models) == 1
+        if shapes != ([(1, 2)] if one else [(1,)] * len(models)):
+            need = "(n, 2) quantile predictions (lower, upper)" if one else "(n,) predictions"
+            if one:
+                hint = "pass a pair (lower, upper) of estimators or conformity_score='absolute'"
+            elif self.conformity_score == "cqr":
+                hint = "each of the pair (lower, upper) gives one prediction per row"
+            else:
+                hint = "use conformity_score='cqr' for an estimator of (n, 2) quantiles"
+            raise ValueError(
+                f"conformity_score={self.conformity_score!r} needs {need}; on a public row of "
+                f"zeros the estimator(s) returned shape(s) {', '.join(map(str, shapes))}: {hint}"
+            )
 
     @property
     def bound_(self) -> float:

@@ -13,6 +13,7 @@ from dpuq.conformal._base import (
     _deprecated_score_alias,
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
+    check_features,
 )
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.conformal.class_conditional import check_groups, grouped_intervals
@@ -182,15 +183,19 @@ class PrivateConformalRegressor(_PrivateConformalBase):
         est = self._model()
         return isinstance(est, tuple | list) and len(est) == 2
 
-    def _point(self, X) -> np.ndarray:
+    def _point(self, X, name: str = "X") -> np.ndarray:
+        """Point predictions on ``X`` (named ``name`` in errors), checked."""
         if self._is_pair():
             raise TypeError(
                 "conformity_score='absolute' needs one estimator returning point predictions, "
                 "not a pair"
             )
+        check_features(X, name)  # before the model: its errors can quote the features
         return check_array_1d(self._call(self._model(), X), "estimator's predictions")
 
-    def _quantiles(self, X) -> np.ndarray:
+    def _quantiles(self, X, name: str = "X") -> np.ndarray:
+        """(n, 2) lower and upper quantile predictions on ``X``, checked."""
+        check_features(X, name)  # before the model: its errors can quote the features
         if self._is_pair():
             lower, upper = self._model()
             lo = check_array_1d(self._call(lower, X), "lower estimator's predictions")
@@ -214,8 +219,8 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 return np.empty(0)
             yv = check_array_1d(yb, "y_cal", allow_empty=True)  # the memory path's message
             if self.conformity_score == "absolute":
-                return absolute_residual_scores(self._point(xb), yv, bound=bound)
-            return cqr_scores(self._quantiles(xb), yv, bound=bound)
+                return absolute_residual_scores(self._point(xb, "X_cal"), yv, bound=bound)
+            return cqr_scores(self._quantiles(xb, "X_cal"), yv, bound=bound)
 
         return map_scores(block_scores, X, y)
 
@@ -260,13 +265,13 @@ class PrivateConformalRegressor(_PrivateConformalBase):
             scores = self._dask_scores(X_cal, y_cal)
             described = _DESCRIBED[self.conformity_score]
         elif self.conformity_score == "absolute":
-            pred = self._point(X_cal)
+            pred = self._point(X_cal, "X_cal")
             if pred.size != y.size:
                 raise ValueError("X_cal gave a different number of predictions than y_cal has rows")
             scores = absolute_residual_scores(pred, y, bound=bound)
             described = _DESCRIBED["absolute"]
         else:
-            quant = self._quantiles(X_cal)
+            quant = self._quantiles(X_cal, "X_cal")
             if quant.shape[0] != y.size:
                 raise ValueError("X_cal gave a different number of predictions than y_cal has rows")
             scores = cqr_scores(quant, y, bound=bound)

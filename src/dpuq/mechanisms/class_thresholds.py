@@ -57,13 +57,21 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from dpuq._validation import check_epsilon, check_labels, check_positive_int, check_scores
+from dpuq._validation import (
+    check_epsilon,
+    check_labels,
+    check_n_bins,
+    check_positive_int,
+    check_scores,
+    check_work,
+)
 from dpuq.mechanisms.bins import bin_edges, bin_index
 from dpuq.mechanisms.log_weights import sample_log_weights
 from dpuq.mechanisms.randomness import RandomState, release_generator
 
 __all__ = [
     "RankKnots",
+    "check_class_table",
     "check_rank_schedule",
     "class_threshold_log_distribution",
     "class_thresholds",
@@ -195,9 +203,30 @@ def _class_log_weights(counts: np.ndarray, schedule, pad: int, epsilon: float):
     return (epsilon / 2.0) * utility / 2.0
 
 
+def check_class_table(n_classes: int, n_bins: int) -> None:
+    """Refuse a (K, m) table of counts beyond :data:`dpuq._validation.MAX_WORK` cells, by name.
+
+    The release builds it (per class and bin, and chunk-wise on Dask workers), so
+    ``n_classes x n_bins`` is capped like every other intermediate array; data-free, so it runs
+    before anything is charged or allocated.
+
+    Examples
+    --------
+    >>> check_class_table(1000, 10**6)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: n_classes x n_bins (1,000 x 1,000,000) needs 1,000,000,000 cells, more than ...
+    """
+    check_work(
+        int(n_classes) * int(n_bins),
+        f"n_classes x n_bins ({int(n_classes):,} x {int(n_bins):,})",
+        "use fewer bins (n_bins=) or fewer classes",
+    )
+
+
 def _validated(scores, labels, n_classes, epsilon, n_bins, schedule, pad, counts=None):
     eps = check_epsilon(epsilon)
     sched, p = check_rank_schedule(schedule, pad)
+    check_class_table(check_positive_int(n_classes, "n_classes", minimum=2), check_n_bins(n_bins))
     if counts is None:
         edges, counts = _class_counts(scores, labels, n_classes, n_bins)
         return eps, sched, p, edges, counts

@@ -97,7 +97,10 @@ def test_one_dimensional_features_are_refused_by_name_without_their_values(name)
     ],
     ids=["strings", "object", "complex"],
 )
-def test_non_numeric_features_are_refused_without_their_values(X, tmp_path):
+def test_a_models_error_on_non_numeric_features_shows_none_of_them(X, tmp_path):
+    """Complex data are refused; text reaches the model (a pipeline may encode it), and the
+    model's error on it ("could not convert string to float: 'SENTINEL'") is replaced by its
+    type. Either way before any charge."""
     led = dpuq.Ledger(tmp_path / "l.db")
     led.create_budget("d", epsilon=5.0)
     for call in (
@@ -133,3 +136,20 @@ def test_features_the_models_take_still_pass():
         clf.predict_set(with_nan)
     images = np.zeros((2, 1, 4, 4))  # a network's input: more than 2 dimensions pass
     assert check_features(images) is images
+
+
+def test_a_pipeline_that_encodes_text_still_works():
+    """Text columns that the wrapped pipeline one-hot encodes are the model's business."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    frame = pd.DataFrame({"x": X_TRAIN[:, 0], "site": np.where(X_TRAIN[:, 1] > 0, "a", "b")})
+    enc = make_column_transformer((OneHotEncoder(), ["site"]), remainder="passthrough")
+    model = make_pipeline(enc, LogisticRegression()).fit(frame, Y_CLASS)
+    clf = dpuq.PrivateConformalClassifier(model, epsilon=1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.conformalize(frame, Y_CLASS)
+    assert clf.predict_set(frame.iloc[:5]).sets.shape[0] == 5

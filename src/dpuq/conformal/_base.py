@@ -9,6 +9,7 @@ unchecked; ``fit``/``conformalize`` check them. The wrapped model is used as giv
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
 
@@ -62,9 +63,10 @@ def check_features(X, name: str = "X"):
     Runs before the wrapped model sees ``X``, which is a person's features: a model's own
     error can quote them (scikit-learn's "Expected 2D array, got 1D array instead:
     array=[...]", or the string it could not convert), so those cases are refused here, by
-    name, with the shape at most. Numbers: a real or boolean dtype, or an object/string array
-    whose entries all convert to float (as scikit-learn converts them); complex data and
-    anything else are refused (encode text and categories before the estimator). Finite values
+    name, with the shape at most. Complex data are refused. Text and categories (an object or
+    string array, a DataFrame with such columns) pass: a pipeline may encode them; the model's
+    errors on them are hidden instead (:func:`model_errors_hidden`), since they can quote an
+    entry. Finite values
     are not required (some models take NaN; theirs are not errors that quote values). Sparse
     matrices, torch tensors (shape only: a network may take images) and Dask collections
     (checked block by block, where the blocks are scored) pass through unconverted.
@@ -95,17 +97,58 @@ def check_features(X, name: str = "X"):
     kind = "c" if torch_tensor and X.is_complex() else "f" if torch_tensor else arr.dtype.kind
     if kind == "c":
         raise ValueError(f"{name}: Complex data not supported; pass real numbers")
-    if kind in "OUS":
-        try:
-            arr.astype(np.float64)
-        except (TypeError, ValueError):  # their messages quote the entry: data, never shown
-            raise ValueError(
-                f"{name} has entries that are not numbers (none is shown: they are data); "
-                "encode text and categories before the estimator"
-            ) from None
-    elif kind not in "biuf":
+    if kind in "OUS":  # text or categories: the model decides (its errors are hidden)
+        return X
+    if kind not in "biuf":
         raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
     return X
+
+
+def _has_text(X) -> bool:
+    """Whether ``X`` holds entries that are not numbers (text, categories, objects that do not
+    convert to float): a model's error on it can quote an entry."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(dtypes, "__iter__"):  # a DataFrame: its columns' types
+        return any(getattr(d, "kind", "O") not in "biuf" for d in dtypes)
+    kind = getattr(getattr(X, "dtype", None), "kind", None)
+    if kind is None:
+        try:
+            kind = np.asarray(X).dtype.kind
+        except Exception:
+            return True
+    if kind not in "OUS":
+        return False
+    try:
+        np.asarray(X).astype(np.float64)
+    except (TypeError, ValueError):
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def model_errors_hidden(X, name: str = "X"):
+    """Around the wrapped model's call on ``X``: where ``X`` holds text or categories, an error
+    the model raises is replaced by its type (its message can quote an entry, which is data,
+    e.g. "could not convert string to float: '...'"). Numeric ``X`` passes through as is.
+
+    Examples
+    --------
+    >>> with model_errors_hidden(np.array([["a", "SECRET"]]), "X"):  # doctest: +ELLIPSIS
+    ...     float("SECRET")
+    Traceback (most recent call last):
+    ValueError: the estimator raised ValueError on X; its message is not shown: ...
+    """
+    text = _has_text(X)
+    try:
+        yield
+    except Exception as exc:
+        if not text:
+            raise
+        raise ValueError(
+            f"the estimator raised {type(exc).__name__} on {name}; its message is not shown: "
+            f"it may quote {name}'s entries, which are data (encode text and categories in a "
+            "pipeline the estimator runs, or check the model on public rows)"
+        ) from None
 
 
 def _clone_model(est):
@@ -170,7 +213,8 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
                     f"{type(self).__name__} is not conformalized and its estimator has no "
                     "score method: call conformalize(X_cal, y_cal) first"
                 )
-            return float(model.score(X, y, sample_weight=sample_weight))
+            with model_errors_hidden(X):
+                return float(model.score(X, y, sample_weight=sample_weight))
         covered = self._covered(X, y)  # (n,) or (n, L)
         if covered.ndim == 2:
             return np.average(covered, axis=0, weights=sample_weight)

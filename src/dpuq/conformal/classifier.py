@@ -12,6 +12,7 @@ from dpuq.conformal._base import (
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
     check_features,
+    model_errors_hidden,
 )
 from dpuq.conformal.class_conditional import class_prediction_sets
 from dpuq.conformal.outputs import ConformalPrediction
@@ -153,12 +154,10 @@ class PrivateConformalClassifier(_PrivateConformalBase):
         """The model's class probabilities on ``X`` (named ``name`` in errors), checked."""
         est = self._model()
         check_features(X, name)  # before the model: its errors can quote the features
-        if hasattr(est, "predict_proba"):
-            probs = est.predict_proba(X)
-        elif callable(est):
-            probs = est(X)
-        else:
+        if not (hasattr(est, "predict_proba") or callable(est)):
             raise TypeError("estimator must have predict_proba or be a callable")
+        with model_errors_hidden(X, name):
+            probs = est.predict_proba(X) if hasattr(est, "predict_proba") else est(X)
         probs = check_probabilities(probs, "estimator's probabilities")
         if hasattr(self, "classes_") and probs.shape[1] != len(self.classes_):
             raise ValueError(

@@ -14,6 +14,7 @@ from dpuq.conformal._base import (
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
     check_features,
+    model_errors_hidden,
 )
 from dpuq.conformal.calibration import UninformativeReleaseWarning
 from dpuq.conformal.class_conditional import check_groups, grouped_intervals
@@ -191,21 +192,25 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 "not a pair"
             )
         check_features(X, name)  # before the model: its errors can quote the features
-        return check_array_1d(self._call(self._model(), X), "estimator's predictions")
+        with model_errors_hidden(X, name):
+            predictions = self._call(self._model(), X)
+        return check_array_1d(predictions, "estimator's predictions")
 
     def _quantiles(self, X, name: str = "X") -> np.ndarray:
         """(n, 2) lower and upper quantile predictions on ``X``, checked."""
         check_features(X, name)  # before the model: its errors can quote the features
         if self._is_pair():
             lower, upper = self._model()
-            lo = check_array_1d(self._call(lower, X), "lower estimator's predictions")
-            hi = check_array_1d(self._call(upper, X), "upper estimator's predictions")
+            with model_errors_hidden(X, name):
+                lo_raw, hi_raw = self._call(lower, X), self._call(upper, X)
+            lo = check_array_1d(lo_raw, "lower estimator's predictions")
+            hi = check_array_1d(hi_raw, "upper estimator's predictions")
             if lo.size != hi.size:
                 raise ValueError(f"lower and upper estimators gave {lo.size} and {hi.size} rows")
             return np.column_stack((lo, hi))
-        return check_quantile_predictions(
-            self._call(self._model(), X), "estimator's quantile predictions"
-        )
+        with model_errors_hidden(X, name):
+            raw = self._call(self._model(), X)
+        return check_quantile_predictions(raw, "estimator's quantile predictions")
 
     def _dask_scores(self, X, y):
         """Scores on Dask ``X``, ``y``: lazy, one task per row block, never gathered (this

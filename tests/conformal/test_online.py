@@ -366,3 +366,36 @@ def test_the_offline_regressor_refuses_a_mismatched_model_before_the_charge(tmp_
     with pytest.raises(ValueError, match=r"shape \(n, 2\)"):
         reg.conformalize(X, y, ledger=ledger, dataset="d")
     assert ledger.status("d").spent_epsilon == 0.0
+
+
+def test_a_classifier_whose_probabilities_every_update_would_refuse_costs_nothing(tmp_path):
+    """The online classifier probed its score on a dummy row but not its model: a model whose
+    probabilities every update refuses (one column, rows not summing to 1) was charged at
+    start(). Its probabilities on a public row of zeros are checked first now."""
+    from sklearn.linear_model import LogisticRegression
+
+    ledger = Ledger(tmp_path / "l.sqlite", create=True)
+    ledger.create_budget("d", epsilon=5.0)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3))
+    good = LogisticRegression().fit(X, (X[:, 0] > 0).astype(int))
+
+    class Scaled:  # probabilities times 2: not a probability vector
+        n_features_in_ = 3
+
+        def predict_proba(self, rows):
+            return 2.0 * good.predict_proba(rows)
+
+    class OneColumn:
+        n_features_in_ = 3
+
+        def predict_proba(self, rows):
+            return good.predict_proba(rows)[:, :1]
+
+    for model in (Scaled(), OneColumn()):
+        est = dpuq.PrivateOnlineConformalClassifier(model, epsilon=0.3, random_state=0)
+        with pytest.raises(ValueError, match="public row of zeros"):
+            est.start(ledger=ledger, dataset="d")
+    assert ledger.status("d").spent_epsilon == 0.0
+    dpuq.PrivateOnlineConformalClassifier(good, epsilon=0.3).start(ledger=ledger, dataset="d")
+    assert ledger.status("d").spent_epsilon == pytest.approx(0.3)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpuq._estimator import NotFittedError
-from dpuq._validation import check_epsilon, check_scores
+from dpuq._validation import check_epsilon, check_probabilities, check_scores
 from dpuq.conformal.classifier import PrivateConformalClassifier
 from dpuq.conformal.online import check_online_settings, online_privacy_report
 from dpuq.conformal.outputs import ConformalPrediction
@@ -222,6 +222,19 @@ class PrivateOnlineConformalClassifier(_OnlineMixin, PrivateConformalClassifier)
         score_function(self.conformity_score)
         # the score's parameters, on a public dummy row (a bad one costs nothing)
         self._score_matrix(np.full((1, 2), 0.5), np.array([0]), np.random.default_rng(0))
+        # the model's probabilities on a public row of zeros, as the regressor probes its
+        # predictions: ones that every update would refuse are refused before the charge
+        outputs = _on_a_row_of_zeros(
+            [est], lambda m, row: m.predict_proba(row) if hasattr(m, "predict_proba") else m(row)
+        )
+        if outputs is not None:
+            probs = np.asarray(outputs[0])
+            if probs.ndim != 2 or probs.shape[0] != 1 or probs.shape[1] < 2:
+                raise ValueError(
+                    f"the estimator's probabilities on a public row of zeros have shape "
+                    f"{probs.shape}; every update needs (n, n_classes) with n_classes >= 2"
+                )
+            check_probabilities(probs, "estimator's probabilities on a public row of zeros")
 
     def _stream_scores(self, X, y) -> np.ndarray:
         probs = self._proba(X)
@@ -237,6 +250,30 @@ class PrivateOnlineConformalClassifier(_OnlineMixin, PrivateConformalClassifier)
             else derived_generator(seed, self._tracker().n_seen)
         )
         return self._score_matrix(probs, self._label_index(y), rng)
+
+
+def _on_a_row_of_zeros(models, call):
+    """Each model's output on one public row of zeros, ``n_features_in_`` wide (a DataFrame
+    with the model's ``feature_names_in_``): a probe before the charge, with no data in it.
+    None where the models give no common width or cannot predict on zeros (not probed)."""
+    widths = {getattr(m, "n_features_in_", None) for m in models} - {None}
+    if len(widths) != 1:
+        return None
+    row = np.zeros((1, int(widths.pop())))
+    names = getattr(models[0], "feature_names_in_", None)
+    if names is not None:
+        try:
+            import pandas as pd
+
+            row = pd.DataFrame(row, columns=list(names))
+        except ImportError:
+            pass
+    with warnings.catch_warnings():  # the model's warnings about a row of zeros
+        warnings.simplefilter("ignore")
+        try:
+            return [call(m, row) for m in models]
+        except Exception:  # it cannot predict on zeros: not probed
+            return None
 
 
 class PrivateOnlineConformalRegressor(_OnlineMixin, PrivateConformalRegressor):
@@ -309,24 +346,10 @@ class PrivateOnlineConformalRegressor(_OnlineMixin, PrivateConformalRegressor):
         that gives no width, or cannot predict on zeros (e.g. an unknown category), is not
         probed, and its first rows show a mismatch.
         """
-        widths = {getattr(m, "n_features_in_", None) for m in models} - {None}
-        if len(widths) != 1:
+        outputs = _on_a_row_of_zeros(models, self._call)
+        if outputs is None:
             return
-        row = np.zeros((1, int(widths.pop())))
-        names = getattr(models[0], "feature_names_in_", None)
-        if names is not None:
-            try:
-                import pandas as pd
-
-                row = pd.DataFrame(row, columns=list(names))
-            except ImportError:
-                pass
-        with warnings.catch_warnings():  # the model's warnings about a row of zeros
-            warnings.simplefilter("ignore")
-            try:
-                shapes = [np.shape(self._call(m, row)) for m in models]
-            except Exception:  # it cannot predict on zeros: not probed (no data in it)
-                return
+        shapes = [np.shape(out) for out in outputs]
         one = self.conformity_score == "cqr" and len(models) == 1
         if shapes != ([(1, 2)] if one else [(1,)] * len(models)):
             need = "(n, 2) quantile predictions (lower, upper)" if one else "(n,) predictions"

@@ -3,8 +3,6 @@ large allocation (checked with tracemalloc, which sees numpy's allocations), or 
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
@@ -12,16 +10,6 @@ import dpuq
 from dpuq._validation import MAX_EPSILON, as_real_array, check_labels
 
 SCORES = np.random.default_rng(0).uniform(size=300)
-
-
-def _peak_bytes(fn) -> int:
-    tracemalloc.start()
-    try:
-        fn()
-    finally:
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-    return peak
 
 
 @pytest.mark.parametrize(
@@ -82,12 +70,12 @@ def _peak_bytes(fn) -> int:
         (lambda: dpuq.calibrate(SCORES, alpha=0.1, epsilon=5e-324), "epsilon must be >="),
     ],
 )
-def test_refused_before_allocating(call, message):
+def test_refused_before_allocating(peak_bytes, call, message):
     def run():
         with pytest.raises(ValueError, match=message):
             call()
 
-    assert _peak_bytes(run) < 20_000_000
+    assert peak_bytes(run) < 20_000_000
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import tracemalloc
 import warnings
 
 import numpy as np
@@ -31,22 +30,14 @@ def ledger(tmp_path):
     return led
 
 
-def _peak_bytes(fn) -> int:
-    tracemalloc.start()
-    try:
-        fn()
-    finally:
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-    return peak
-
-
 @pytest.mark.parametrize(
     ("n_classes", "n_bins", "n"),
     [(1000, 10**6, 1000), (50, 10**7, 1000), (10**8, "auto", 100)],
     ids=["1000 classes x 10^6 bins", "50 classes x 10^7 bins", "10^8 classes, auto bins"],
 )
-def test_the_probes_tables_are_refused_by_name_before_the_charge(ledger, n_classes, n_bins, n):
+def test_the_probes_tables_are_refused_by_name_before_the_charge(
+    ledger, peak_bytes, n_classes, n_bins, n
+):
     labels = LABELS[:n] % min(n_classes, 1000)
 
     def run():
@@ -54,7 +45,7 @@ def test_the_probes_tables_are_refused_by_name_before_the_charge(ledger, n_class
             dpuq.calibrate_by_class(SCORES[:n], labels, n_classes, alpha=0.1, epsilon=1.0,
                                     n_bins=n_bins, ledger=ledger, dataset="d")  # fmt: skip
 
-    assert _peak_bytes(run) < 20_000_000
+    assert peak_bytes(run) < 20_000_000
     assert ledger.status("d").spent_epsilon == 0.0
 
 

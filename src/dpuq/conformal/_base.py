@@ -79,13 +79,20 @@ def check_features(X, name: str = "X"):
     Traceback (most recent call last):
     ValueError: X_cal must be 2-dimensional (n_samples, n_features), got shape (2,). Reshape ...
     """
+    _holds_text(X, name)
+    return X
+
+
+def _holds_text(X, name: str) -> bool:
+    """:func:`check_features`' checks; True where ``X`` holds entries that are not numbers
+    (text, categories: an error of the model on them can quote one)."""
     from scipy import sparse
 
     from dpuq._validation import to_ndarray
     from dpuq.scale.sources import is_dask_collection
 
     if is_dask_collection(X) or sparse.issparse(X):
-        return X
+        return False
     torch_tensor = type(X).__module__.split(".")[0] == "torch" and hasattr(X, "is_complex")
     arr = X if torch_tensor else to_ndarray(X, name)
     if arr.ndim < 2:
@@ -98,38 +105,22 @@ def check_features(X, name: str = "X"):
     if kind == "c":
         raise ValueError(f"{name}: Complex data not supported; pass real numbers")
     if kind in "OUS":  # text or categories: the model decides (its errors are hidden)
-        return X
+        try:
+            arr.astype(np.float64)
+        except (TypeError, ValueError):
+            return True
+        return False
     if kind not in "biuf":
         raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
-    return X
-
-
-def _has_text(X) -> bool:
-    """Whether ``X`` holds entries that are not numbers (text, categories, objects that do not
-    convert to float): a model's error on it can quote an entry."""
-    dtypes = getattr(X, "dtypes", None)
-    if dtypes is not None and hasattr(dtypes, "__iter__"):  # a DataFrame: its columns' types
-        return any(getattr(d, "kind", "O") not in "biuf" for d in dtypes)
-    kind = getattr(getattr(X, "dtype", None), "kind", None)
-    if kind is None:
-        try:
-            kind = np.asarray(X).dtype.kind
-        except Exception:
-            return True
-    if kind not in "OUS":
-        return False
-    try:
-        np.asarray(X).astype(np.float64)
-    except (TypeError, ValueError):
-        return True
     return False
 
 
 @contextlib.contextmanager
 def model_errors_hidden(X, name: str = "X"):
-    """Around the wrapped model's call on ``X``: where ``X`` holds text or categories, an error
-    the model raises is replaced by its type (its message can quote an entry, which is data,
-    e.g. "could not convert string to float: '...'"). Numeric ``X`` passes through as is.
+    """Around the wrapped model's call on ``X``, after :func:`check_features`' checks: where
+    ``X`` holds text or categories, an error the model raises is replaced by its type (its
+    message can quote an entry, which is data, e.g. "could not convert string to float:
+    '...'"). Numeric ``X`` passes through as is.
 
     Examples
     --------
@@ -138,7 +129,7 @@ def model_errors_hidden(X, name: str = "X"):
     Traceback (most recent call last):
     ValueError: the estimator raised ValueError on X; its message is not shown: ...
     """
-    text = _has_text(X)
+    text = _holds_text(X, name)
     try:
         yield
     except Exception as exc:
@@ -206,7 +197,6 @@ class _PrivateConformalBase(MetaEstimatorMixin, PrivateEstimator):
         (test data), never on the calibration set.
         """
         if not hasattr(self, "threshold_"):
-            check_features(X)
             model = self._model()
             if not hasattr(model, "score"):
                 raise TypeError(

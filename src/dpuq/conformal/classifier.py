@@ -11,7 +11,6 @@ from dpuq.conformal._base import (
     _deprecated_score_alias,
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
-    check_features,
     model_errors_hidden,
 )
 from dpuq.conformal.class_conditional import class_prediction_sets
@@ -153,10 +152,9 @@ class PrivateConformalClassifier(_PrivateConformalBase):
     def _proba(self, X, name: str = "X") -> np.ndarray:
         """The model's class probabilities on ``X`` (named ``name`` in errors), checked."""
         est = self._model()
-        check_features(X, name)  # before the model: its errors can quote the features
         if not (hasattr(est, "predict_proba") or callable(est)):
             raise TypeError("estimator must have predict_proba or be a callable")
-        with model_errors_hidden(X, name):
+        with model_errors_hidden(X, name):  # X checked first: its errors can quote features
             probs = est.predict_proba(X) if hasattr(est, "predict_proba") else est(X)
         probs = check_probabilities(probs, "estimator's probabilities")
         if hasattr(self, "classes_") and probs.shape[1] != len(self.classes_):

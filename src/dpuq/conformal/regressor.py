@@ -13,7 +13,6 @@ from dpuq.conformal._base import (
     _deprecated_score_alias,
     _hide_deprecated_kwargs,
     _PrivateConformalBase,
-    check_features,
     model_errors_hidden,
 )
 from dpuq.conformal.calibration import UninformativeReleaseWarning
@@ -191,17 +190,15 @@ class PrivateConformalRegressor(_PrivateConformalBase):
                 "conformity_score='absolute' needs one estimator returning point predictions, "
                 "not a pair"
             )
-        check_features(X, name)  # before the model: its errors can quote the features
-        with model_errors_hidden(X, name):
+        with model_errors_hidden(X, name):  # X checked first: its errors can quote features
             predictions = self._call(self._model(), X)
         return check_array_1d(predictions, "estimator's predictions")
 
     def _quantiles(self, X, name: str = "X") -> np.ndarray:
         """(n, 2) lower and upper quantile predictions on ``X``, checked."""
-        check_features(X, name)  # before the model: its errors can quote the features
         if self._is_pair():
             lower, upper = self._model()
-            with model_errors_hidden(X, name):
+            with model_errors_hidden(X, name):  # X checked first: its errors can quote features
                 lo_raw, hi_raw = self._call(lower, X), self._call(upper, X)
             lo = check_array_1d(lo_raw, "lower estimator's predictions")
             hi = check_array_1d(hi_raw, "upper estimator's predictions")

@@ -143,6 +143,24 @@ class ClampedMean:
                    self.center + self.half_width)  # fmt: skip
 
 
+def check_half_width(value, where: str = "") -> float:
+    """A clamping half-width as a float: finite and > 0, else a ValueError (``where`` says
+    what gave it).
+
+    Examples
+    --------
+    >>> check_half_width(0.25)
+    0.25
+    """
+    try:
+        w = float(value)
+    except (TypeError, ValueError):
+        w = math.nan
+    if not (math.isfinite(w) and w > 0):
+        raise ValueError(f"half_width must be finite and > 0{where}, got {value!r}")
+    return w
+
+
 def _private_clamped_mean(
     values: np.ndarray,
     *,
@@ -178,9 +196,7 @@ def _private_clamped_mean(
     else:
         eps_med, eps_mean = 0.0, eps
         m = float(center)
-    w = float(half_width(m) if callable(half_width) else half_width)
-    if not (math.isfinite(w) and w > 0):
-        raise ValueError(f"half_width must be finite and > 0, got {w!r}")
+    w = check_half_width(half_width(m) if callable(half_width) else half_width)
     scale = laplace_scale(2.0 * w / s, eps_mean)
     value = laplace_release(float(np.clip(v, m - w, m + w).mean()), scale=scale, random_state=rng)
     return ClampedMean(value, m, w, scale, eps_med, eps_mean)

@@ -271,12 +271,6 @@ def _charge(what, ledger, dataset, eps, random_state, n, bounds, clip) -> None:
     charge(ledger, dataset, eps, what=what, random_state=random_state, settings=settings)
 
 
-def _laplace_epsilon(epsilon) -> float:
-    """``epsilon`` checked, and above the exact Laplace sampler's floor (public): at ε of
-    1.2e-12 the release was charged and then refused by the sampler."""
-    return check_laplace_epsilon(epsilon)
-
-
 def private_mean(
     x,
     *,
@@ -319,7 +313,7 @@ def private_mean(
     >>> round(est.noise_scale, 6)  # R / (n ε)
     1.333333
     """
-    eps = _laplace_epsilon(epsilon)
+    eps = check_laplace_epsilon(epsilon)  # the exact sampler's floor, before the charge
     data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     _charge("private_mean", ledger, dataset, eps, random_state, data.size, bounds, clip)
@@ -351,7 +345,7 @@ def private_trimmed_mean(
     >>> round(est.noise_scale, 6)  # k = 1: R / ((n - 2) ε)
     33.333333
     """
-    eps = _laplace_epsilon(epsilon)
+    eps = check_laplace_epsilon(epsilon)  # the exact sampler's floor, before the charge
     stat = parse_statistic("trimmed_mean", trim)
     data = _checked(x, bounds, clip)
     if data.size - 2 * stat.n_trim(data.size) < 1:
@@ -442,7 +436,7 @@ def private_variance(
     >>> round(est.noise_scale, 9)  # R^2/(n ε), up to the exact noise's lattice (1e-12)
     0.01
     """
-    eps = _laplace_epsilon(epsilon)
+    eps = check_laplace_epsilon(epsilon)  # the exact sampler's floor, before the charge
     data = _checked(x, bounds, clip)
     rng = check_random_state(random_state)
     _charge("private_variance", ledger, dataset, eps, random_state, data.size, bounds, clip)

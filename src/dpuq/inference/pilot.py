@@ -153,16 +153,16 @@ def _sampler(rows) -> tuple[int, Callable[[np.ndarray], object]]:
     return arr.shape[0], lambda idx: arr[idx]
 
 
-def _values(f, rows, n: int, lo, hi, vectorized: bool) -> np.ndarray:
-    """``f`` on all of ``rows`` (weight 1 each), as a ``(p,)`` array clamped to the bounds."""
+def _values(f, rows, n: int, p: int, vectorized: bool) -> np.ndarray:
+    """``f`` on all ``n`` of ``rows`` (weight 1 each), as a ``(p,)`` float array."""
     w = np.ones((1, n)) if vectorized else np.ones(n)
     out = np.asarray(f(rows, w))
     if out.dtype.kind not in "biuf":
         raise ValueError(f"statistic must return real numbers, got dtype {out.dtype}")
     out = out.astype(float).reshape(-1)
-    if out.size != lo.size:
+    if out.size != p:
         raise ValueError(f"statistic returned {out.size} values; statistic_bounds has "
-                         f"{lo.size}")  # fmt: skip
+                         f"{p}")  # fmt: skip
     return out
 
 
@@ -246,13 +246,13 @@ def pilot_check(
     size, take = _sampler(rows)
     width = 1 if np.ndim(rows) == 1 else int(np.shape(rows)[1])
     check_work(n * width, f"a sample of n x columns = {n:,} x {width:,}", "use a smaller n")
-    truth = _values(statistic, take(np.arange(size)), size, lo, hi, vectorized)
+    p = lo.size
+    truth = _values(statistic, take(np.arange(size)), size, p, vectorized)
     if not np.all(np.isfinite(truth)):  # before the clamp: +inf is no value either
         raise ValueError("statistic has no finite value on rows (the population): a pilot "
                          "needs the population value it checks coverage of")  # fmt: skip
     truth = np.clip(truth, lo, hi)  # as the release clamps its estimates
     jackknife = interval_settings.get("bias_correction", True)
-    p = lo.size
     covered, live, widths = (np.zeros((reps, p)) for _ in range(3))
     full, sub_mean, sub_se = (np.zeros((reps, p)) for _ in range(3))
     s = b = 0
@@ -273,17 +273,17 @@ def pilot_check(
         widths[r] = upper - lower
         details = cis[0].privacy_report.details
         s, b = int(details["n_subsets"]), int(details["subset_size"])
-        full[r] = np.clip(_values(statistic, sample, n, lo, hi, vectorized), lo, hi)
+        full[r] = np.clip(_values(statistic, sample, n, p, vectorized), lo, hi)
         summ = subset_summaries(
             sample, statistic, lo, hi, n_subsets=s, n_resamples=0, vectorized=vectorized,
             rng=rng, jackknife_groups=min(JACKKNIFE_GROUPS, b) if jackknife else 0,
         )  # fmt: skip
-        ok = np.isfinite(summ.theta)
-        k = ok.sum(axis=0)
+        theta = np.where(np.isfinite(summ.theta), summ.theta, np.nan)  # no estimate: NaN
+        k = np.isfinite(theta).sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a subset column without values
-            sub_mean[r] = np.nanmean(np.where(ok, summ.theta, np.nan), axis=0)
-            sub_se[r] = np.nanstd(np.where(ok, summ.theta, np.nan), axis=0, ddof=1) / np.sqrt(k)
+            sub_mean[r] = np.nanmean(theta, axis=0)
+            sub_se[r] = np.nanstd(theta, axis=0, ddof=1) / np.sqrt(k)
     bias, ratio = _bias_and_ratio(full, sub_mean, sub_se, truth)
     # the interval without noise, sample by sample: the subsets' mean ± z times its own SE
     z = float(ndtri(1.0 - a / 2.0))

@@ -20,6 +20,7 @@ from dpuq._validation import (
 from dpuq.inference._data import UninformativeIntervalWarning
 from dpuq.inference.aggregation import (
     _private_clamped_mean,
+    check_half_width,
 )
 from dpuq.inference.ensemble import (
     PrivateCDF,
@@ -138,14 +139,8 @@ def private_studentized_cdf(
     check_laplace_epsilon((1.0 - share) * eps_each, what="each threshold's mean epsilon")
     # a number is checked as _private_clamped_mean checks it; a callable at a public value
     # (the middle of [0, 1], where the subsets' CDF values lie): a broken one fails here
-    probe = width(0.5) if callable(width) else width
-    try:
-        probe = float(probe)
-    except (TypeError, ValueError):
-        probe = math.nan
-    if not (math.isfinite(probe) and probe > 0):
-        raise ValueError(f"half_width must be finite and > 0 (or a function giving that), got "
-                         f"{probe!r} at 0.5")  # fmt: skip
+    check_half_width(width(0.5) if callable(width) else width,
+                     " (or a function giving that, here at 0.5)")  # fmt: skip
     charge(
         ledger, dataset, eps, what=what, random_state=random_state,
         settings={"n": int(data.size), "statistic": stat.name, "thresholds": int(tv.size)},
